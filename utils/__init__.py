@@ -1,0 +1,1 @@
+"""Helpers shared by every benchmark: data access, settings, pass@k, code extraction."""

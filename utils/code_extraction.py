@@ -1,0 +1,64 @@
+"""The one routine that turns a model reply into a program.
+
+Chat models wrap code in Markdown fences, often with prose around it and sometimes several
+blocks; base models continue the prompt with bare code followed by chatter. The rules, in order:
+
+1. If the reply has fenced blocks (``` or ~~~, with or without a language tag), take the block
+   whose tag matches the wanted language, else the longest block. An unterminated final fence
+   (the generation hit its token limit) still counts as a block.
+2. Otherwise the reply is code: strip a leading "Here is the code:"-style line only when it ends
+   with a colon and the rest is non-empty.
+"""
+
+from __future__ import annotations
+
+import re
+
+_FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([^\n`]*)\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
+
+# Fence tags people use for each language, lower-case.
+_TAGS: dict[str, set[str]] = {
+    "c": {"c", "h"},
+    "c++": {"cpp", "c++", "cc", "cxx", "hpp"},
+    "c#": {"cs", "csharp", "c#"},
+    "go": {"go", "golang"},
+    "java": {"java"},
+    "javascript": {"js", "javascript", "node", "nodejs"},
+    "kotlin": {"kotlin", "kt", "kts"},
+    "php": {"php"},
+    "python": {"python", "py", "python3", "pypy"},
+    "ruby": {"ruby", "rb"},
+    "rust": {"rust", "rs"},
+}
+
+
+def _tags_for(language: str | None) -> set[str]:
+    if not language:
+        return set()
+    key = language.strip().lower()
+    for name, tags in _TAGS.items():
+        if key == name or key in tags:
+            return tags
+    return {key}
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """All (tag, body) fenced blocks in order of appearance."""
+    return [(m.group(2).strip().lower(), m.group(3)) for m in _FENCE.finditer(text)]
+
+
+def extract_code(text: str, language: str | None = None) -> str:
+    """The program in a model reply (see module docstring for the rules)."""
+    blocks = fenced_blocks(text)
+    if blocks:
+        wanted = _tags_for(language)
+        tagged = [body for tag, body in blocks if tag.split()[0:1] and tag.split()[0] in wanted]
+        pool = tagged or [body for _, body in blocks]
+        return max(pool, key=len).strip("\n")
+    lines = text.strip("\n").splitlines()
+    if len(lines) > 1 and lines[0].rstrip().endswith(":") and " " in lines[0].strip():
+        first = lines[0].strip()
+        # a prose lead-in, not code such as "def f():" or "int main() {"
+        if not re.match(r"^(def|class|for|while|if|elif|else|try|except|with|case)\b", first):
+            lines = lines[1:]
+    return "\n".join(lines).strip("\n")

@@ -1,0 +1,49 @@
+"""Cached downloads: plain URLs and files of Hugging Face Hub dataset repositories.
+
+Both are single seams (`fetch_url`, `fetch_hub_file`) so tests can replace the network with a
+fake that serves fixture files in the real remote layout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import urllib.request
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    """`$CODE_EVAL_CACHE`, else `~/.cache/code_eval_taskpack`."""
+    env = os.environ.get("CODE_EVAL_CACHE")
+    root = Path(env) if env else Path.home() / ".cache" / "code_eval_taskpack"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _open_url(url: str, timeout: float = 60.0):  # type: ignore[no-untyped-def]
+    return urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 - https URLs from our config
+
+
+def fetch_url(url: str) -> Path:
+    """Download `url` once into the cache and return the local path (atomic: no partial files)."""
+    digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+    name = url.rstrip("/").rsplit("/", 1)[-1] or "download"
+    target = cache_root() / "urls" / digest / name
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _open_url(url) as resp, tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp:
+        shutil.copyfileobj(resp, tmp)
+    os.replace(tmp.name, target)
+    return target
+
+
+def fetch_hub_file(repo_id: str, filename: str, revision: str | None = None) -> Path:
+    """One file of a Hub *dataset* repository, through huggingface_hub's own cache."""
+    from huggingface_hub import hf_hub_download
+
+    return Path(
+        hf_hub_download(repo_id=repo_id, filename=filename, repo_type="dataset", revision=revision)
+    )

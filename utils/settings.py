@@ -1,0 +1,42 @@
+"""Benchmark settings from lm-eval's `--metadata`, task metadata or the environment.
+
+lm-eval hands the same `--metadata` (and, from the CLI, every `model_args` key) to every task of a
+run as keyword arguments, so each benchmark reads only its own prefixed keys
+(`clozetest_data_dir`, `xcodeeval_data_dir`, ...). Environment variables come second so a cluster
+can fix a data location once for all jobs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def lookup(kwargs: Mapping[str, Any], key: str, env: str | None = None, default: Any = None) -> Any:
+    """Value of `key` from the hook's kwargs (top level or a nested `metadata` dict), else `env`."""
+    if kwargs.get(key) is not None:
+        return kwargs[key]
+    nested = kwargs.get("metadata")
+    if isinstance(nested, Mapping) and nested.get(key) is not None:
+        return nested[key]
+    if env and os.environ.get(env) not in (None, ""):
+        return os.environ[env]
+    return default
+
+
+def as_bool(value: Any, name: str) -> bool:
+    """Parse a flag given as bool, int or string; reject anything ambiguous."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value != 0
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"setting {name!r}: expected true/false, got {value!r}")
