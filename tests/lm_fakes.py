@@ -70,6 +70,8 @@ class ScriptedLM(LM):
     def chat_template(self, chat_template: bool | str = False) -> str | None:
         return "scripted-chat"
 
-    def apply_chat_template(self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+    def apply_chat_template(
+        self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True
+    ) -> str:
         text = "".join(f"<|{m['role']}|>\n{m['content']}\n" for m in chat_history)
         return text + ("<|assistant|>\n" if add_generation_prompt else "")

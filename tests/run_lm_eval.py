@@ -10,8 +10,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import tests.lm_fakes  # noqa: E402,F401  (registers the `scripted` model)
-from lm_eval.__main__ import cli_evaluate  # noqa: E402
+from lm_eval.__main__ import cli_evaluate
+
+import tests.lm_fakes  # noqa: F401  (registers the `scripted` model)
 
 if __name__ == "__main__":
     cli_evaluate()

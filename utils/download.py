@@ -23,7 +23,7 @@ def cache_root() -> Path:
 
 
 def _open_url(url: str, timeout: float = 60.0):  # type: ignore[no-untyped-def]
-    return urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 - https URLs from our config
+    return urllib.request.urlopen(url, timeout=timeout)
 
 
 def fetch_url(url: str) -> Path:
@@ -34,7 +34,10 @@ def fetch_url(url: str) -> Path:
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _open_url(url) as resp, tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp:
+    with (
+        _open_url(url) as resp,
+        tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp,
+    ):
         shutil.copyfileobj(resp, tmp)
     os.replace(tmp.name, target)
     return target

@@ -1,0 +1,102 @@
+"""The shared helpers every benchmark relies on: pass@k, code extraction, settings, downloads."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import math
+from pathlib import Path
+
+import pytest
+
+from utils import download
+from utils.code_extraction import extract_code
+from utils.errors import DataError
+from utils.passk import mean_pass_at_k, pass_at_k
+from utils.settings import as_bool, lookup
+
+
+def _pass_at_k_by_enumeration(n: int, c: int, k: int) -> float:
+    """Probability that a random k-subset of n samples (c correct) contains a correct one."""
+    samples = [True] * c + [False] * (n - c)
+    subsets = list(itertools.combinations(range(n), k))
+    return sum(any(samples[i] for i in s) for s in subsets) / len(subsets)
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(5, 0, 1), (5, 1, 1), (5, 2, 3), (6, 3, 2), (7, 7, 4)])
+def test_pass_at_k_matches_enumeration(n: int, c: int, k: int) -> None:
+    assert pass_at_k(n, c, k) == pytest.approx(_pass_at_k_by_enumeration(n, c, k))
+
+
+def test_pass_at_k_closed_form_values() -> None:
+    assert pass_at_k(20, 1, 1) == pytest.approx(0.05)
+    assert pass_at_k(20, 1, 5) == pytest.approx(0.25)
+    assert pass_at_k(20, 2, 5) == pytest.approx(1 - math.comb(18, 5) / math.comb(20, 5))
+    assert pass_at_k(20, 16, 5) == 1.0
+
+
+def test_pass_at_k_rejects_k_larger_than_n() -> None:
+    with pytest.raises(ValueError, match="k <= n"):
+        pass_at_k(3, 1, 5)
+    with pytest.raises(ValueError, match="c <= n"):
+        pass_at_k(3, 4, 1)
+
+
+def test_mean_pass_at_k_omits_unestimable_k() -> None:
+    table = mean_pass_at_k([[True, False], [False, False]], ks=[1, 2, 5])
+    assert table == {"pass@1": pytest.approx(0.25), "pass@2": pytest.approx(0.5)}
+
+
+def test_extract_code_prefers_block_in_wanted_language() -> None:
+    reply = "Explanation:\n```text\nnot code at all, but long prose line\n```\n```python\nprint(1)\n```\n"
+    assert extract_code(reply, "python") == "print(1)"
+    assert extract_code(reply, "Python") == "print(1)"
+
+
+def test_extract_code_takes_longest_untagged_block_and_unterminated_fence() -> None:
+    assert extract_code("```\na\n```\ntext\n```\nlonger\nblock\n```") == "longer\nblock"
+    assert extract_code("Sure!\n```cpp\nint main(){}\n") == "int main(){}"
+    assert extract_code("~~~rust\nfn main(){}\n~~~", "Rust") == "fn main(){}"
+
+
+def test_extract_code_plain_reply() -> None:
+    assert extract_code("Here is the code:\nprint(2)\n") == "print(2)"
+    # a colon-terminated code line is code, not a lead-in
+    assert extract_code("def f():\n    return 1\n") == "def f():\n    return 1"
+    assert extract_code("print(3)") == "print(3)"
+
+
+def test_settings_lookup_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCH_DIR", "/from/env")
+    assert lookup({"bench_dir": "/from/kwargs"}, "bench_dir", env="BENCH_DIR") == "/from/kwargs"
+    assert lookup({"metadata": {"bench_dir": "/nested"}}, "bench_dir", env="BENCH_DIR") == "/nested"
+    assert lookup({}, "bench_dir", env="BENCH_DIR") == "/from/env"
+    monkeypatch.delenv("BENCH_DIR")
+    assert lookup({}, "bench_dir", env="BENCH_DIR", default=3) == 3
+
+
+def test_as_bool() -> None:
+    assert as_bool("1", "x") is True and as_bool("false", "x") is False and as_bool(True, "x")
+    with pytest.raises(ValueError, match="'x'"):
+        as_bool("maybe", "x")
+
+
+def test_data_error_names_file_row_field() -> None:
+    err = DataError("data/a.jsonl", "not a list", row=7, field="tags")
+    assert str(err) == "data/a.jsonl, row 7, field 'tags': not a list"
+
+
+def test_fetch_url_downloads_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CODE_EVAL_CACHE", str(tmp_path))
+    calls: list[str] = []
+
+    def fake_open(url: str, timeout: float = 60.0) -> io.BytesIO:
+        calls.append(url)
+        return io.BytesIO(b"payload")
+
+    monkeypatch.setattr(download, "_open_url", fake_open)
+    url = "https://example.invalid/x/clozeTest.json"
+    first = download.fetch_url(url)
+    second = download.fetch_url(url)
+    assert first == second and first.read_bytes() == b"payload" and first.name == "clozeTest.json"
+    assert calls == [url]
