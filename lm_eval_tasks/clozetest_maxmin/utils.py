@@ -1,0 +1,25 @@
+"""Hooks named by the YAML files (`!function utils.x`); the logic lives in `data` and `scoring`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lm_eval_tasks.clozetest_maxmin import data, scoring
+
+first_capital_filter = scoring.first_capital_filter
+letter_filter = scoring.letter_filter
+ll_context = scoring.ll_context
+ll_choices = scoring.ll_choices
+
+
+def load(clozetest_language: str, **kwargs: Any) -> dict[str, Any]:
+    """`custom_dataset`: lm-eval passes the metadata (and model_args keys) as kwargs."""
+    return data.load_dataset_dict(clozetest_language, kwargs)
+
+
+def process_results(doc: dict[str, Any], results: list[Any], **kwargs: Any) -> dict[str, float]:
+    return scoring.generation_scores(doc, results)
+
+
+def process_results_ll(doc: dict[str, Any], results: list[Any], **kwargs: Any) -> dict[str, float]:
+    return scoring.ll_scores(doc, results)
