@@ -1,0 +1,14 @@
+"""Grading a patch by a repository's own tests (SWE-bench style), with two backends.
+
+- `local`: a scratch clone of a user-provided checkout, the patch and the task's test patch
+  applied with git, the test command run inside the engine's sandbox, its log parsed
+  (`execution.test_log_parsers`), and the FAIL_TO_PASS/PASS_TO_PASS rule applied.
+- `swebench`: the official harness (pinned version) run in Docker, its report read back.
+
+Both take `RepoTestJob`s and return `RepoTestOutcome`s (patch applied?, tests run, per-test
+status, resolved, and a separate `error` for failures that are not the patch's fault).
+"""
+
+from execution.repo_tests.model import RepoTestJob, RepoTestOutcome, checkout_dir, decide
+
+__all__ = ["RepoTestJob", "RepoTestOutcome", "checkout_dir", "decide"]

@@ -1,0 +1,183 @@
+"""Local repository-test grading: the user's own checkout and environment, the engine's sandbox.
+
+Per job: a scratch clone of `<repos_dir>/<owner>__<name>` at `base_commit`, the candidate patch
+applied (and checked against `expected_files`), the task's test patch applied, the test command
+run on the test files named by the wanted test ids inside the sandbox, its output parsed, and the
+FAIL_TO_PASS/PASS_TO_PASS rule applied (`model.decide`). Jobs run in parallel threads; each one
+spends its time in git and in the sandboxed test process.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from execution.limits import Limits
+from execution.repo_tests.model import RepoTestJob, RepoTestOutcome, checkout_dir, decide
+from execution.repo_tests.patching import apply_patch, has_commit, scratch_copy, touched_files
+from execution.repo_tests.runner import TEST_LIMITS, run_tests
+from execution.sandbox import SandboxError
+from execution.test_log_parsers import get_parser
+
+DEFAULT_TEST_CMD = "python -m pytest -rA"
+_TAIL = 4000
+
+
+@dataclass(frozen=True)
+class LocalConfig:
+    repos_dir: Path
+    test_cmd: tuple[str, ...] = tuple(shlex.split(DEFAULT_TEST_CMD))
+    log_parser: str = "pytest"
+    limits: Limits = TEST_LIMITS
+    workers: int = 2
+    extra_readonly: tuple[Path, ...] = field(default_factory=tuple)
+
+
+def target_files(job: RepoTestJob) -> list[str]:
+    """Test files to pass to the runner: the file part of `file::test` ids; when some id has no
+    file part (e.g. a bare test name), also the files the test patch touches."""
+    files: list[str] = []
+    bare = False
+    for test_id in (*job.fail_to_pass, *job.pass_to_pass):
+        head, sep, _ = test_id.partition("::")
+        if sep and head:
+            if head not in files:
+                files.append(head)
+        else:
+            bare = True
+    if bare or not files:
+        files.extend(f for f in touched_files(job.test_patch) if f not in files)
+    return files
+
+
+def preflight(jobs: Iterable[RepoTestJob], config: LocalConfig) -> list[str]:
+    """Problems that would make grading impossible, found before any work is done."""
+    problems: list[str] = []
+    if not Path(config.repos_dir).is_dir():
+        return [f"repos_dir {config.repos_dir} is not a directory"]
+    if not config.test_cmd or shutil.which(config.test_cmd[0]) is None:
+        problems.append(f"test command {shlex.join(config.test_cmd)!r}: executable not found")
+    try:
+        get_parser(config.log_parser)
+    except ValueError as exc:
+        problems.append(str(exc))
+    has_checkout: dict[str, bool] = {}
+    seen: set[tuple[str, str]] = set()
+    for job in jobs:
+        where = checkout_dir(config.repos_dir, job.repo)
+        if job.repo not in has_checkout:
+            has_checkout[job.repo] = (where / ".git").exists()
+            if not has_checkout[job.repo]:
+                problems.append(f"{job.repo}: no git checkout at {where}")
+        if has_checkout[job.repo] and (job.repo, job.base_commit) not in seen:
+            seen.add((job.repo, job.base_commit))
+            if not has_commit(where, job.base_commit):
+                problems.append(f"{job.repo}: commit {job.base_commit} not in {where}")
+    return problems
+
+
+def _tail(data: bytes | str) -> str:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return text[-_TAIL:]
+
+
+def grade_one(job: RepoTestJob, config: LocalConfig) -> RepoTestOutcome:
+    outcome = RepoTestOutcome(id=job.id, backend="local")
+    source = checkout_dir(config.repos_dir, job.repo)
+    with tempfile.TemporaryDirectory(prefix="repo-tests-") as tmp:
+        work = Path(tmp) / "repo"
+        try:
+            scratch_copy(source, job.base_commit, work)
+        except (RuntimeError, OSError) as exc:
+            outcome.error = f"cannot prepare {job.repo} at {job.base_commit}: {exc}"
+            return decide(outcome, {}, job.fail_to_pass, job.pass_to_pass)
+        applied = apply_patch(work, job.patch)
+        outcome.apply_method = applied.method
+        if not applied.ok:
+            outcome.detail = "patch did not apply"
+            outcome.log_tail = _tail(applied.log)
+            return decide(outcome, {}, job.fail_to_pass, job.pass_to_pass)
+        outcome.patch_applied = True
+        for path, content in job.expected_files:
+            target = work / path
+            actual = (
+                target.read_text(encoding="utf-8", errors="replace") if target.is_file() else None
+            )
+            if actual != content:
+                outcome.error = (
+                    f"after `{applied.method}`, {path} is not the expected content "
+                    "(hunks applied elsewhere, or the task's file content disagrees with its patch)"
+                )
+                return decide(outcome, {}, job.fail_to_pass, job.pass_to_pass)
+        tests = apply_patch(work, job.test_patch, allow_fuzz=False)
+        if not tests.ok:
+            outcome.error = "the task's test patch did not apply on top of the patch"
+            outcome.log_tail = _tail(tests.log)
+            return decide(outcome, {}, job.fail_to_pass, job.pass_to_pass)
+        argv = [*config.test_cmd, *target_files(job)]
+        try:
+            ran = run_tests(
+                argv, cwd=work, limits=config.limits, extra_readonly=config.extra_readonly
+            )
+        except SandboxError as exc:
+            outcome.error = f"sandbox failure: {exc}"
+            return decide(outcome, {}, job.fail_to_pass, job.pass_to_pass)
+        outcome.isolation = dict(ran.isolation)
+        outcome.command = {
+            "argv": argv,
+            "exit_code": ran.exit_code,
+            "signal": ran.signal,
+            "timed_out": ran.timed_out,
+            "memory_exceeded": ran.memory_exceeded,
+            "output_exceeded": ran.output_exceeded,
+            "cpu_s": round(ran.cpu_s, 3),
+            "wall_s": round(ran.wall_s, 3),
+            "peak_memory_mb": round(ran.peak_memory_mb, 1),
+        }
+        if ran.error:
+            outcome.error = f"sandbox could not run the test command: {ran.error}"
+        stdout = ran.stdout.decode("utf-8", "replace")
+        log = get_parser(config.log_parser)(stdout)
+        outcome.tests_run = log.count
+        outcome.log_tail = _tail(stdout + "\n" + ran.stderr.decode("utf-8", "replace"))
+        statuses = log.statuses([*job.fail_to_pass, *job.pass_to_pass])
+        decided = decide(outcome, statuses, job.fail_to_pass, job.pass_to_pass)
+        if ran.timed_out:
+            decided.detail = (
+                f"test command hit its {ran.timeout_kind or ''} time limit; {decided.detail}"
+            )
+        elif ran.memory_exceeded:
+            decided.detail = f"test command hit its memory limit; {decided.detail}"
+        return decided
+
+
+def grade_many(
+    jobs: Sequence[RepoTestJob],
+    config: LocalConfig,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[RepoTestOutcome]:
+    """Grade every job (in parallel, `config.workers` at a time); outcomes in input order."""
+    results: list[RepoTestOutcome | None] = [None] * len(jobs)
+    done = 0
+
+    def one(index: int) -> None:
+        nonlocal done
+        try:
+            results[index] = grade_one(jobs[index], config)
+        except Exception as exc:  # an engine bug must not lose the other jobs' outcomes
+            failed = RepoTestOutcome(
+                id=jobs[index].id, backend="local", error=f"grader crashed: {exc!r}"
+            )
+            results[index] = decide(failed, {}, jobs[index].fail_to_pass, jobs[index].pass_to_pass)
+        done += 1
+        if progress:
+            progress(done, len(jobs))
+
+    with ThreadPoolExecutor(max_workers=max(1, config.workers)) as pool:
+        list(pool.map(one, range(len(jobs))))
+    return [r for r in results if r is not None]

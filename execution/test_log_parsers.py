@@ -1,0 +1,112 @@
+"""Parsers that turn a test runner's console output into per-test statuses.
+
+A repository's tests are judged by what the runner printed, so a parser must be strict about
+what counts as a result line and must never invent one: a test it does not find is reported
+missing, and the caller counts a missing test as failed.
+
+`pytest -rA` ends with a "short test summary info" block with one line per test:
+``STATUS node_id`` for PASSED/XPASS, ``STATUS node_id - message`` for FAILED/ERROR/XFAIL, and
+``SKIPPED [n] file:line: reason`` (no node id). Verbose runs (`-v`) also print
+``node_id STATUS [ NN%]`` while running; both forms are read, the summary wins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+PASSED = "PASSED"
+FAILED = "FAILED"
+ERROR = "ERROR"
+SKIPPED = "SKIPPED"
+XFAIL = "XFAIL"
+XPASS = "XPASS"
+MISSING = "MISSING"
+
+#: Statuses that count as a passing test (an expected failure is the test doing its job).
+PASSING = frozenset({PASSED, XFAIL})
+
+_STATUSES = (PASSED, FAILED, ERROR, SKIPPED, XFAIL, XPASS)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S.*)$")
+_VERBOSE_LINE = re.compile(
+    r"^(\S+::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?: +\[ *\d+%\])?$"
+)
+
+
+@dataclass
+class RunnerLog:
+    """Result lines found in a log: (status, text after the status) in order of appearance."""
+
+    entries: list[tuple[str, str]] = field(default_factory=list)
+
+    def status_of(self, test_id: str) -> str:
+        """Status of `test_id` (last report wins), or MISSING.
+
+        A FAILED/ERROR line carries `` - message`` after the id and ids may themselves contain
+        spaces (parametrised tests), so a line matches when it is the id or starts with
+        ``id + " - "``.
+        """
+        found = MISSING
+        for status, rest in self.entries:
+            if rest == test_id or rest.startswith(test_id + " - "):
+                found = status
+        return found
+
+    def statuses(self, test_ids: Iterable[str]) -> dict[str, str]:
+        return {t: self.status_of(t) for t in test_ids}
+
+    @property
+    def count(self) -> int:
+        return len(self.entries)
+
+
+def parse_pytest(output: str) -> RunnerLog:
+    """Per-test results of a pytest run with `-rA` (and optionally `-v`)."""
+    verbose: list[tuple[str, str]] = []
+    summary: list[tuple[str, str]] = []
+    in_summary = False
+    for raw in output.splitlines():
+        line = _ANSI.sub("", raw).rstrip()
+        if "short test summary info" in line and line.startswith("="):
+            in_summary = True
+            continue
+        if in_summary:
+            m = _SUMMARY_LINE.match(line)
+            if m:
+                summary.append((m.group(1), m.group(2)))
+                continue
+            if line.startswith("="):
+                in_summary = False
+            continue
+        m = _VERBOSE_LINE.match(line)
+        if m:
+            verbose.append((m.group(2), m.group(1)))
+    # Summary lines come last so they win in `status_of`.
+    return RunnerLog(entries=verbose + summary)
+
+
+PARSERS: dict[str, Callable[[str], RunnerLog]] = {"pytest": parse_pytest}
+
+
+def get_parser(name: str) -> Callable[[str], RunnerLog]:
+    try:
+        return PARSERS[name]
+    except KeyError:
+        raise ValueError(f"unknown test log parser {name!r}; known: {sorted(PARSERS)}") from None
+
+
+__all__ = [
+    "ERROR",
+    "FAILED",
+    "MISSING",
+    "PASSED",
+    "PASSING",
+    "SKIPPED",
+    "XFAIL",
+    "XPASS",
+    "RunnerLog",
+    "get_parser",
+    "parse_pytest",
+]

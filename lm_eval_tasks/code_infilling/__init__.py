@@ -1,0 +1,1 @@
+"""Sourcegraph multi-line infilling tasks: data, FIM prompts, stitching and grading glue."""

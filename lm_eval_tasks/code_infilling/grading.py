@@ -1,0 +1,200 @@
+"""Execution grading of generated middles: settings, early checks and the batched grading call.
+
+Settings come from lm-eval's `--metadata` (or the environment) once, when the task's dataset
+is built; they are stored with every document (`grading`, a JSON string) so the filter that
+grades a task's whole batch needs nothing but its documents, and every logged sample records
+how it was graded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from execution.repo_tests import RepoTestJob, RepoTestOutcome
+from lm_eval_tasks.code_infilling.stitch import model_patch, stitched_file
+from utils.settings import as_bool, lookup
+
+log = logging.getLogger(__name__)
+
+GRADERS = ("swebench", "local")
+
+
+class GradingUnavailable(RuntimeError):
+    """Execution grading cannot run here; raised before any generation is done."""
+
+
+def _setting(
+    kwargs: Mapping[str, Any], key: str, default: Any = None, alias: str | None = None
+) -> Any:
+    env = key.upper()
+    value = lookup(kwargs, key, env=env)
+    if value is None and alias:
+        value = lookup(kwargs, alias)
+    return default if value is None else value
+
+
+@dataclass(frozen=True)
+class GradingSettings:
+    grader: str = "swebench"
+    # local backend
+    repos_dir: str = ""
+    test_cmd: str = "python -m pytest -rA"
+    log_parser: str = "pytest"
+    workers: int = 2
+    test_cpu_s: float = 900.0
+    test_wall_s: float = 1800.0
+    test_memory_mb: int = 4096
+    # swebench backend
+    swebench_namespace: str = "swebench"
+    swebench_allow_pull: bool = False
+    swebench_timeout_s: int = 1800
+    swebench_work_dir: str = ""
+    model_name: str = "code-infilling"
+
+    @classmethod
+    def from_kwargs(cls, kwargs: Mapping[str, Any]) -> GradingSettings:
+        """Read `sg_infilling_*` keys (plus the short `grader`, `repos_dir`, `test_cmd`)."""
+        grader = str(_setting(kwargs, "sg_infilling_grader", "swebench", alias="grader")).lower()
+        if grader not in GRADERS:
+            raise ValueError(f"setting 'grader': expected one of {GRADERS}, got {grader!r}")
+        cpus = os.cpu_count() or 1
+        return cls(
+            grader=grader,
+            repos_dir=str(_setting(kwargs, "sg_infilling_repos_dir", "", alias="repos_dir")),
+            test_cmd=str(_setting(kwargs, "sg_infilling_test_cmd", cls.test_cmd, alias="test_cmd")),
+            log_parser=str(_setting(kwargs, "sg_infilling_log_parser", cls.log_parser)),
+            workers=int(_setting(kwargs, "sg_infilling_workers", min(2, cpus))),
+            test_cpu_s=float(_setting(kwargs, "sg_infilling_test_cpu_s", cls.test_cpu_s)),
+            test_wall_s=float(_setting(kwargs, "sg_infilling_test_wall_s", cls.test_wall_s)),
+            test_memory_mb=int(_setting(kwargs, "sg_infilling_test_memory_mb", cls.test_memory_mb)),
+            swebench_namespace=str(_setting(kwargs, "sg_infilling_swebench_namespace", "swebench")),
+            swebench_allow_pull=as_bool(
+                _setting(kwargs, "sg_infilling_swebench_allow_pull", False),
+                "sg_infilling_swebench_allow_pull",
+            ),
+            swebench_timeout_s=int(_setting(kwargs, "sg_infilling_swebench_timeout_s", 1800)),
+            swebench_work_dir=str(_setting(kwargs, "sg_infilling_swebench_work_dir", "")),
+            model_name=str(_setting(kwargs, "sg_infilling_model_name", cls.model_name)),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> GradingSettings:
+        return cls(**json.loads(text))
+
+
+def job_for(doc: Mapping[str, Any], middle: str) -> RepoTestJob:
+    """The grading job of one document with `middle` stitched in."""
+    return RepoTestJob(
+        id=str(doc["row_id"]),
+        repo=str(doc["repo"]),
+        base_commit=str(doc["base_commit"]),
+        patch=model_patch(doc, middle),
+        test_patch=str(doc["test_patch"]),
+        fail_to_pass=tuple(json.loads(doc["FAIL_TO_PASS"])),
+        pass_to_pass=tuple(json.loads(doc["PASS_TO_PASS"])),
+        expected_files=((str(doc["file_path"]), stitched_file(doc, middle)),),
+        extra={
+            "instance_id": str(doc["instance_id"]),
+            "version": str(doc.get("version") or ""),
+            "environment_setup_commit": str(doc.get("environment_setup_commit") or ""),
+            "gold_patch": str(doc["patch"]),
+            "problem_statement": str(doc.get("problem_statement") or ""),
+            "hints_text": str(doc.get("hints_text") or ""),
+            "created_at": str(doc.get("created_at") or ""),
+        },
+    )
+
+
+def _local_config(settings: GradingSettings) -> Any:
+    from execution.repo_tests.local import LocalConfig
+    from execution.repo_tests.runner import TEST_LIMITS
+
+    limits = TEST_LIMITS.scaled(
+        cpu_s=settings.test_cpu_s, wall_s=settings.test_wall_s, memory_mb=settings.test_memory_mb
+    )
+    return LocalConfig(
+        repos_dir=Path(settings.repos_dir).expanduser(),
+        test_cmd=tuple(shlex.split(settings.test_cmd)),
+        log_parser=settings.log_parser,
+        limits=limits,
+        workers=settings.workers,
+    )
+
+
+def _swebench_config(settings: GradingSettings) -> Any:
+    from execution.repo_tests.swebench_backend import SwebenchConfig
+
+    namespace = settings.swebench_namespace
+    return SwebenchConfig(
+        work_dir=Path(settings.swebench_work_dir).expanduser()
+        if settings.swebench_work_dir
+        else None,
+        model_name=settings.model_name,
+        namespace=None if namespace.lower() in {"", "none"} else namespace,
+        max_workers=settings.workers,
+        timeout_s=settings.swebench_timeout_s,
+        allow_pull=settings.swebench_allow_pull,
+    )
+
+
+def preflight(rows: Sequence[Mapping[str, Any]], settings: GradingSettings) -> None:
+    """Raise GradingUnavailable, listing every problem, when grading could not succeed."""
+    jobs = [job_for(row, str(row["middle"])) for row in rows]
+    if settings.grader == "local":
+        from execution.repo_tests import local
+
+        if not settings.repos_dir:
+            problems = [
+                'the local grader needs "repos_dir" (a folder of <owner>__<name> git checkouts)'
+            ]
+        else:
+            problems = local.preflight(jobs, _local_config(settings))
+    else:
+        from execution.repo_tests import swebench_backend
+
+        problems = swebench_backend.preflight(jobs, _swebench_config(settings))
+    if problems:
+        shown = "\n  - ".join(problems[:20])
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise GradingUnavailable(
+            f"execution grading ({settings.grader}) cannot run, so no generation was started:\n"
+            f"  - {shown}{more}\n"
+            "Use the sg_infilling_<format> tasks for the cheap metrics only, or "
+            '--metadata \'{"grader": "local", "repos_dir": DIR, "test_cmd": "python -m pytest -rA"}\'.'
+        )
+
+
+def grade(docs: Sequence[Mapping[str, Any]], middles: Sequence[str]) -> list[dict[str, Any]]:
+    """Grade every (document, middle) pair in one batch per settings; outcome dicts in order."""
+    groups: dict[str, list[int]] = {}
+    for index, doc in enumerate(docs):
+        groups.setdefault(str(doc["grading"]), []).append(index)
+    records: list[dict[str, Any]] = [{} for _ in docs]
+    for settings_json, members in groups.items():
+        settings = GradingSettings.from_json(settings_json)
+        jobs = [job_for(docs[i], middles[i]) for i in members]
+        log.info("grading %d infilling rows with the %s grader", len(jobs), settings.grader)
+        graded: list[RepoTestOutcome]
+        if settings.grader == "local":
+            from execution.repo_tests import local
+
+            graded = local.grade_many(jobs, _local_config(settings))
+        else:
+            from execution.repo_tests import swebench_backend
+
+            graded = swebench_backend.grade_many(jobs, _swebench_config(settings))
+        for i, outcome, job in zip(members, graded, jobs, strict=True):
+            if outcome.error:
+                log.warning("grading error for %s: %s", outcome.id, outcome.error)
+            records[i] = {**outcome.to_dict(), "middle": middles[i], "model_patch": job.patch}
+    return records

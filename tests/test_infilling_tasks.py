@@ -1,0 +1,191 @@
+"""The lm-eval tasks: generated YAML is current, every variant loads, and full runs score right."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lm_eval_tasks.code_infilling import fim
+from tests.conftest import ROOT, TASKS_DIR, require_binary
+from tests.infilling_support import ROWS_FILE, any_format_oracle, build_repos, oracle, wrong
+from tests.lm_fakes import ScriptedLM
+
+TASK_DIR = TASKS_DIR / "code_infilling"
+FORMATS = ["starcoder", "codellama", "deepseek", "qwen", "chat"]
+
+
+def _generator() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "sg_generate_configs", TASK_DIR / "_generate_configs.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_generated_configs_match_committed_files() -> None:
+    generated = _generator().generate()
+    committed = {
+        p.name: p.read_text(encoding="utf-8") for p in TASK_DIR.glob("sg_infilling_*.yaml")
+    }
+    assert generated == committed
+
+
+def test_variants_differ_only_in_data() -> None:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    formats = fim.builtin_formats()
+    for name in [*FORMATS, "custom"]:
+        for suffix in ("", "_exec"):
+            doc = yaml.load(
+                (TASK_DIR / f"sg_infilling_{name}{suffix}.yaml").read_text(), Loader=Loader
+            )
+            assert set(doc) == {"include", "task", "generation_kwargs", "metadata"}
+            expected_stop = list(formats[name].stop) if name in formats else []
+            assert doc["generation_kwargs"]["until"] == expected_stop
+            assert doc["metadata"]["sg_infilling_variant"] == name
+            assert doc["metadata"].get("sg_infilling_exec", False) == (suffix == "_exec")
+    exec_template = yaml.load((TASK_DIR / "_exec_template.yaml").read_text(), Loader=Loader)
+    assert exec_template["unsafe_code"] is True
+    assert "unsafe_code" not in yaml.load((TASK_DIR / "_template.yaml").read_text(), Loader=Loader)
+
+
+def _manager(**metadata: Any) -> Any:
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_path=str(TASK_DIR), include_defaults=False, metadata=metadata)
+
+
+def _run(script: Any, tasks: list[str], **metadata: Any) -> dict[str, Any]:
+    import lm_eval
+
+    return lm_eval.simple_evaluate(
+        model=ScriptedLM(script),
+        tasks=tasks,
+        task_manager=_manager(sg_infilling_data=str(ROWS_FILE), **metadata),
+        log_samples=True,
+        confirm_run_unsafe_code=True,
+    )
+
+
+def test_every_variant_loads_and_cuts_its_stop_strings() -> None:
+    tasks = [f"sg_infilling_{name}" for name in FORMATS]
+    assert set(tasks) | {f"{t}_exec" for t in tasks} <= set(_manager().all_tasks)
+    results = _run(any_format_oracle, tasks)["results"]
+    for task in tasks:
+        assert results[task]["exact_match,middle"] == 1.0, task
+        assert results[task]["edit_similarity,middle"] == 1.0, task
+
+
+@pytest.fixture
+def repos(tmp_path: Path) -> Path:
+    require_binary("git")
+    build_repos(tmp_path / "repos")
+    return tmp_path / "repos"
+
+
+def test_exec_task_oracle_resolves_and_logs_outcomes(repos: Path) -> None:
+    out = _run(oracle, ["sg_infilling_starcoder_exec"], grader="local", repos_dir=str(repos))
+    result = out["results"]["sg_infilling_starcoder_exec"]
+    assert result["pass@1,graded"] == 1.0 and result["grading_error,graded"] == 0.0
+    assert result["exact_match,graded"] == 1.0
+    for sample in out["samples"]["sg_infilling_starcoder_exec"]:
+        outcome = json.loads(sample["filtered_resps"][0])
+        assert outcome["patch_applied"] and outcome["resolved"] and outcome["tests_run"] == 5
+        assert sample["pass@1"] == 1.0
+
+
+def test_exec_task_wrong_model_fails(repos: Path) -> None:
+    out = _run(wrong, ["sg_infilling_qwen_exec"], grader="local", repos_dir=str(repos))
+    result = out["results"]["sg_infilling_qwen_exec"]
+    assert result["pass@1,graded"] == 0.0 and result["grading_error,graded"] == 0.0
+    assert result["exact_match,graded"] == 0.0
+    outcomes = [
+        json.loads(s["filtered_resps"][0]) for s in out["samples"]["sg_infilling_qwen_exec"]
+    ]
+    assert all(o["patch_applied"] and not o["resolved"] for o in outcomes)
+
+
+def test_unavailable_grader_stops_the_run_before_generation(tmp_path: Path) -> None:
+    from lm_eval_tasks.code_infilling.grading import GradingUnavailable
+
+    calls: list[str] = []
+
+    def counting(kind: str, context: str, extra: Any) -> str:
+        calls.append(context)
+        return ""
+
+    with pytest.raises(GradingUnavailable, match="no git checkout"):
+        _run(counting, ["sg_infilling_deepseek_exec"], grader="local", repos_dir=str(tmp_path))
+    assert calls == []
+
+
+def test_unavailable_docker_stops_a_swebench_run_before_generation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lm_eval_tasks.code_infilling.grading import GradingUnavailable
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
+    monkeypatch.setenv("PATH", str(tmp_path))  # and no docker CLI either
+    calls: list[str] = []
+
+    def counting(kind: str, context: str, extra: Any) -> str:
+        calls.append(context)
+        return ""
+
+    with pytest.raises(GradingUnavailable, match="docker"):
+        _run(counting, ["sg_infilling_codellama_exec"], grader="swebench")
+    assert calls == []
+
+
+@pytest.mark.slow
+def test_cli_end_to_end_with_an_offline_model(repos: Path, tmp_path: Path) -> None:
+    metadata = {
+        "sg_infilling_data": str(ROWS_FILE),
+        "grader": "local",
+        "repos_dir": str(repos),
+        "test_cmd": "python -m pytest -rA",
+    }
+    cmd = [
+        sys.executable,
+        str(ROOT / "tests" / "run_lm_eval.py"),
+        "--model",
+        "scripted",
+        "--model_args",
+        "script=tests.infilling_support:any_format_oracle",
+        "--tasks",
+        "sg_infilling_chat_exec",
+        "--include_path",
+        str(TASK_DIR),
+        "--metadata",
+        json.dumps(metadata),
+        "--confirm_run_unsafe_code",
+        "--apply_chat_template",
+        "--log_samples",
+        "--output_path",
+        str(tmp_path / "out"),
+    ]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (results_file,) = (tmp_path / "out").rglob("results_*.json")
+    result = json.loads(results_file.read_text())["results"]["sg_infilling_chat_exec"]
+    assert result["pass@1,graded"] == 1.0 and result["exact_match,graded"] == 1.0
+    (samples_file,) = (tmp_path / "out").rglob("samples_sg_infilling_chat_exec_*.jsonl")
+    samples = [json.loads(line) for line in samples_file.read_text().splitlines()]
+    assert len(samples) == 2
+    for sample in samples:
+        outcome = json.loads(sample["filtered_resps"][0])
+        assert outcome["resolved"] and outcome["patch_applied"] and outcome["tests_run"] == 5
+        assert "<|user|>" in sample["arguments"]["gen_args_0"]["arg_0"]  # chat template applied
