@@ -1,0 +1,328 @@
+"""lm-eval documents for every xCodeEval task, built from the joined raw rows.
+
+A document is a flat dict: the fields the YAML prompt templates use, the gold answer, and for
+execution tasks what the judging filter needs to find the tests again (data source, test kind,
+limits) without copying hidden tests into logged samples. Rows that could not be joined are
+counted by `utils.xcodeeval_data.JoinReport`; the count travels in `_unscored_rows` so that it is
+reported as a metric next to the score.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import datasets
+
+from utils import xcodeeval_data as xd
+from utils.errors import DataError
+from utils.settings import lookup
+from utils.xcodeeval_exec import settings_from
+
+log = logging.getLogger("xcodeeval")
+
+KINDS = (
+    "synth",
+    "translate",
+    "apr",
+    "tag",
+    "tag_desc",
+    "compile",
+    "retrieval_nl_code",
+    "retrieval_code_code",
+)
+# Retrieval defaults to validation: the public test files lack positive/negative programs.
+DEFAULT_SPLIT = {"retrieval_nl_code": "validation", "retrieval_code_code": "validation"}
+
+
+def build_dataset(**kwargs: Any) -> dict[str, datasets.Dataset]:
+    """lm-eval `custom_dataset` hook: {"test": documents of the chosen split}.
+
+    Task identity comes from the task's `dataset_kwargs` (`xce_task`, `xce_kind`, `xce_cluster`);
+    the user's choices from `--metadata` / model_args / environment: `xcodeeval_split`,
+    `xcodeeval_data_dir`, `xcodeeval_sample_tests`, `xcodeeval_execeval_compat`,
+    `xcodeeval_workers`.
+    """
+    task = str(kwargs["xce_task"])
+    kind = str(kwargs["xce_kind"])
+    if kind not in KINDS:
+        raise ValueError(f"{task}: unknown xCodeEval task kind {kind!r}")
+    cluster = kwargs.get("xce_cluster") or None
+    clusters = [cluster] if cluster else list(xd.CLUSTERS)
+    split = xd.check_split(
+        str(
+            lookup(
+                kwargs,
+                "xcodeeval_split",
+                env="XCODEEVAL_SPLIT",
+                default=DEFAULT_SPLIT.get(kind, "test"),
+            )
+        )
+    )
+    source = xd.source_from_settings(kwargs)
+    docs = build_docs(kind, task, clusters, split, source, kwargs)
+    log.info("%s: %d documents from %s, split %s", task, len(docs), source.describe(), split)
+    return {"test": datasets.Dataset.from_list(docs) if docs else _empty()}
+
+
+def _empty() -> datasets.Dataset:
+    return datasets.Dataset.from_dict({"src_uid": []})
+
+
+def build_docs(
+    kind: str,
+    task: str,
+    clusters: Sequence[str],
+    split: str,
+    source: xd.DataSource,
+    settings: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    if kind == "synth":
+        return _synth_docs(task, clusters[0], split, source, settings)
+    if kind == "translate":
+        return _translate_docs(task, clusters[0], split, source, settings)
+    if kind == "apr":
+        return _apr_docs(task, clusters[0], split, source, settings)
+    if kind in ("tag", "tag_desc"):
+        return _tag_docs(task, clusters, split, source, with_problem=kind == "tag_desc")
+    if kind == "compile":
+        return _compile_docs(task, clusters, split, source)
+    return _retrieval_docs(task, kind, clusters, split, source)
+
+
+# --------------------------------------------------------------------------- execution tasks
+
+
+def _problem_fields(problem: xd.Problem) -> dict[str, Any]:
+    return {
+        "src_uid": problem.src_uid,
+        "description": problem.description,
+        "input_spec": problem.input_spec,
+        "output_spec": problem.output_spec,
+        "notes": problem.notes,
+        "samples": [
+            {"input": i, "output": o}
+            for i, o in zip(problem.sample_inputs, problem.sample_outputs, strict=True)
+        ],
+        "input_from": problem.input_from,
+        "output_to": problem.output_to,
+        "time_limit_s": problem.time_limit_s,
+        "memory_limit_mb": problem.memory_limit_mb,
+    }
+
+
+def _exec_fields(
+    task: str, split: str, source: xd.DataSource, settings: Mapping[str, Any], report: xd.JoinReport
+) -> dict[str, Any]:
+    report.log()
+    if source.sample_tests:
+        log.warning("%s: %s", task, xd.SAMPLE_TESTS_WARNING)
+    return {
+        "_task": task,
+        "_split": split,
+        "_data": source.ref(),
+        "_tests": "sample" if source.sample_tests else "hidden",
+        "_exec": json.dumps(settings_from(settings).to_dict()),
+        "_unscored_rows": report.unscored,
+    }
+
+
+def _synth_docs(
+    task: str, cluster: str, split: str, source: xd.DataSource, settings: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    rows, report = xd.synthesis_rows(source, split, task)
+    common = _exec_fields(task, split, source, settings, report)
+    return [
+        {
+            **_problem_fields(r.problem),
+            "lang_cluster": cluster,
+            "judge_lang": xd.PAPER_RUNTIMES[cluster],
+            **common,
+        }
+        for r in rows
+    ]
+
+
+def interleave(groups: Iterable[Sequence[Any]]) -> list[Any]:
+    """Round-robin over groups, so `--limit N` sees every language rather than the first one."""
+    out: list[Any] = []
+    for items in itertools.zip_longest(*groups):
+        out.extend(x for x in items if x is not None)
+    return out
+
+
+def _translate_docs(
+    task: str, target: str, split: str, source: xd.DataSource, settings: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Programs of every other language, each to be translated into `target`."""
+    sources = [c for c in xd.CLUSTERS if c != target]
+    rows, report = xd.joined_exec_rows(source, "code_translation", split, sources, task)
+    common = _exec_fields(task, split, source, settings, report)
+    by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in sources}
+    for r in rows:
+        src_cluster = str(r.row.get("lang_cluster") or "")
+        if src_cluster not in by_cluster:
+            raise DataError(
+                f"code_translation/{split}",
+                f"unexpected lang_cluster {src_cluster!r}",
+                field="lang_cluster",
+            )
+        by_cluster[src_cluster].append(
+            {
+                **_problem_fields(r.problem),
+                "source_lang_cluster": src_cluster,
+                "source_lang": str(r.row.get("lang") or src_cluster),
+                "source_code": str(r.row.get("source_code") or ""),
+                "code_uid": str(r.row.get("code_uid") or ""),
+                "lang_cluster": target,
+                "judge_lang": xd.PAPER_RUNTIMES[target],
+                **common,
+            }
+        )
+    return interleave(by_cluster.values())
+
+
+def _apr_docs(
+    task: str, cluster: str, split: str, source: xd.DataSource, settings: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    rows, report = xd.joined_exec_rows(source, "apr", split, [cluster], task)
+    common = _exec_fields(task, split, source, settings, report)
+    docs = []
+    for r in rows:
+        lang = str(r.row.get("lang") or cluster)
+        docs.append(
+            {
+                **_problem_fields(r.problem),
+                "apr_id": str(r.row.get("apr_id") or ""),
+                "lang": lang,
+                "bug_source_code": str(r.row.get("bug_source_code") or ""),
+                "bug_exec_outcome": str(r.row.get("bug_exec_outcome") or "unknown"),
+                "lang_cluster": cluster,
+                # the fix is judged with the buggy program's own runtime (e.g. GNU C++14)
+                "judge_lang": lang,
+                **common,
+            }
+        )
+    return docs
+
+
+# --------------------------------------------------------------------------- understanding tasks
+
+
+def tag_vocabulary(source: xd.DataSource, needed_by: str) -> list[str]:
+    """The tag vocabulary: every tag used in `problem_descriptions.jsonl`, sorted."""
+    problems = xd.load_problems(source, needed_by)
+    return sorted({t for p in problems.values() for t in p.tags})
+
+
+def _tag_docs(
+    task: str, clusters: Sequence[str], split: str, source: xd.DataSource, with_problem: bool
+) -> list[dict[str, Any]]:
+    vocab = tag_vocabulary(source, task)
+    problems = xd.load_problems(source, task) if with_problem else {}
+    report = xd.JoinReport(task, split)
+    by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in clusters}
+    extra: set[str] = set()
+    for cluster, path, lineno, row in xd.cluster_rows(
+        source, "tag_classification", split, clusters, task
+    ):
+        gold = xd.require_field(row, "tags", path, lineno)
+        if not isinstance(gold, list):
+            raise DataError(path, "expected a list of tags", row=lineno, field="tags")
+        uid = str(xd.require_field(row, "src_uid", path, lineno))
+        report.total += 1
+        doc: dict[str, Any] = {
+            "src_uid": uid,
+            "lang": str(row.get("lang") or cluster),
+            "lang_cluster": cluster,
+            "source_code": str(xd.require_field(row, "source_code", path, lineno)),
+            "gold_tags": [str(t) for t in gold],
+            "vocabulary": vocab,
+            "_unscored_rows": 0,
+        }
+        extra.update(t for t in doc["gold_tags"] if t not in vocab)
+        if with_problem:
+            problem = problems.get(uid)
+            if problem is None:
+                report.missing_problem.append(uid)
+                continue
+            doc["description"] = problem.description
+            doc["input_spec"] = problem.input_spec
+            doc["output_spec"] = problem.output_spec
+        by_cluster[cluster].append(doc)
+    if extra:
+        log.warning(
+            "%s: gold tags missing from the vocabulary of %s: %s",
+            task,
+            xd.PROBLEMS_FILE,
+            sorted(extra),
+        )
+        vocab = sorted(set(vocab) | extra)
+        for docs in by_cluster.values():
+            for d in docs:
+                d["vocabulary"] = vocab
+    report.log()
+    log.info("%s: tag vocabulary of %d tags from %s", task, len(vocab), xd.PROBLEMS_FILE)
+    out = interleave(by_cluster.values())
+    for d in out:
+        d["_unscored_rows"] = report.unscored
+    return out
+
+
+def _compile_docs(
+    task: str, clusters: Sequence[str], split: str, source: xd.DataSource
+) -> list[dict[str, Any]]:
+    by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in clusters}
+    for cluster, path, lineno, row in xd.cluster_rows(
+        source, "code_compilation", split, clusters, task
+    ):
+        flag = xd.require_field(row, "compilation_error", path, lineno)
+        if not isinstance(flag, bool):
+            raise DataError(
+                path, f"expected true/false, got {flag!r}", row=lineno, field="compilation_error"
+            )
+        by_cluster[cluster].append(
+            {
+                "src_uid": str(row.get("src_uid") or ""),
+                "lang": str(row.get("lang") or cluster),
+                "lang_cluster": cluster,
+                "source_code": str(xd.require_field(row, "source_code", path, lineno)),
+                "gold": "error" if flag else "compiles",
+            }
+        )
+    return interleave(by_cluster.values())
+
+
+def _as_programs(value: Any, path: Any, lineno: int, name: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise DataError(path, "expected a program or a list of programs", row=lineno, field=name)
+
+
+def _retrieval_docs(
+    task: str, kind: str, clusters: Sequence[str], split: str, source: xd.DataSource
+) -> list[dict[str, Any]]:
+    query_field = "nl" if kind == "retrieval_nl_code" else "source_code"
+    by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in clusters}
+    for cluster, path, lineno, row in xd.cluster_rows(source, kind, split, clusters, task):
+        positives = _as_programs(
+            xd.require_field(row, "positive_code", path, lineno), path, lineno, "positive_code"
+        )
+        negatives = _as_programs(row.get("negative_code") or [], path, lineno, "negative_code")
+        if not positives:
+            raise DataError(path, "no positive program", row=lineno, field="positive_code")
+        by_cluster[cluster].append(
+            {
+                "src_uid": str(row.get("src_uid") or ""),
+                "lang_cluster": cluster,
+                "query": str(xd.require_field(row, query_field, path, lineno)),
+                "candidates": positives + negatives,
+                "n_positive": len(positives),
+            }
+        )
+    return interleave(by_cluster.values())

@@ -1,0 +1,162 @@
+"""The functions xCodeEval's YAML files wire into lm-eval (re-exported by `utils.py` beside them).
+
+Execution tasks judge in a filter, because lm-eval hands a filter every response of the task at
+once: all candidates of all documents become ONE engine batch. The filter's output per document is
+the list of per-sample verdict records, each a JSON string (lm-eval's sample logger turns anything
+else into a Python repr), which `--log_samples` writes as `filtered_resps`; `process_exec` then
+turns them into pass@k.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from lm_eval_tasks.xcodeeval.parsing import parse_compile_answer, parse_tags
+from utils import xcodeeval_data as xd
+from utils.code_extraction import extract_code
+from utils.xcodeeval_exec import ExecSettings, Program, judge_programs
+from utils.xcodeeval_metrics import (
+    INFRA_ERROR,
+    binary_scores,
+    ks_for,
+    multilabel_macro_f1,
+    passk_from_verdicts,
+    rank_of_positive,
+)
+
+log = logging.getLogger("xcodeeval")
+
+COMPILE_CLASSES = ("compiles", "error")
+
+
+def doc_tests(doc: dict[str, Any], cache: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tests that judge a document's programs: the problem's samples or its hidden tests."""
+    if doc["_tests"] == "sample":
+        return [{"input": s["input"], "output": [s["output"]]} for s in doc["samples"]]
+    uid = doc["src_uid"]
+    if uid not in cache:
+        source = xd.DataSource.from_ref(doc["_data"])
+        tests = xd.tests_for(xd.load_unittests(source, doc["_task"]), uid)
+        if not tests:  # documents are built only for problems with tests
+            raise RuntimeError(f"{doc['_task']}: no unit tests for src_uid {uid}")
+        cache[uid] = tests
+    return cache[uid]  # type: ignore[no-any-return]
+
+
+def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """Extract code from every response and judge all of them in one engine batch."""
+    docs = list(docs)
+    if not docs:
+        return []
+    tasks = {d["_task"] for d in docs}
+    settings = {d["_exec"] for d in docs}
+    if len(tasks) != 1 or len(settings) != 1:
+        raise RuntimeError(
+            f"one judging batch must hold one task and one setting, got {sorted(tasks)}"
+        )
+    task = docs[0]["_task"]
+    if docs[0]["_tests"] == "sample":
+        log.warning("%s: %s", task, xd.SAMPLE_TESTS_WARNING)
+    cache: dict[str, Any] = {}
+    programs: list[Program] = []
+    codes: list[list[str]] = []
+    for doc, candidates in zip(docs, resps, strict=True):
+        tests = doc_tests(doc, cache)
+        doc_codes = [extract_code(str(c), doc["lang_cluster"]) for c in candidates]
+        codes.append(doc_codes)
+        programs.extend(
+            Program(
+                language=doc["judge_lang"],
+                source_code=code,
+                tests=tests,
+                time_limit_s=float(doc["time_limit_s"]),
+                memory_limit_mb=int(doc["memory_limit_mb"]),
+                key=f"{doc['src_uid']}#{j}",
+            )
+            for j, code in enumerate(doc_codes)
+        )
+    records = judge_programs(programs, ExecSettings.from_dict(json.loads(docs[0]["_exec"])), task)
+    out: list[list[str]] = []
+    it = iter(records)
+    for doc, doc_codes in zip(docs, codes, strict=True):
+        out.append(
+            [
+                json.dumps(
+                    {
+                        **next(it),
+                        "tests": doc["_tests"],
+                        "language": doc["judge_lang"],
+                        "code": code,
+                    }
+                )
+                for code in doc_codes
+            ]
+        )
+    return out
+
+
+def verdict_records(filtered: Sequence[Any]) -> list[dict[str, Any]]:
+    """The judging filter's per-sample records of one document, parsed."""
+    return [json.loads(r) if isinstance(r, str) else dict(r) for r in filtered]
+
+
+def process_exec(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, float]:
+    """pass@k (k <= samples per problem) plus the counts that must stay visible."""
+    verdicts = [r["verdict"] for r in verdict_records(results[0])]
+    out: dict[str, float] = dict(passk_from_verdicts(verdicts, ks_for(len(verdicts))))
+    out["infra_errors"] = float(sum(v == INFRA_ERROR for v in verdicts))
+    out["unscored_rows"] = float(doc["_unscored_rows"])
+    out["sample_tests_only"] = 1.0 if doc["_tests"] == "sample" else 0.0
+    return out
+
+
+def process_tag(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, Any]:
+    vocab = list(doc["vocabulary"])
+    pred = parse_tags(str(results[0]), vocab)
+    gold = list(doc["gold_tags"])
+    item = {"pred": pred, "gold": gold, "vocab": vocab}
+    return {
+        "macro_f1": item,
+        "exact_match": float(set(pred) == set(gold)),
+        "unscored_rows": float(doc["_unscored_rows"]),
+    }
+
+
+def process_compile(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, Any]:
+    pred = parse_compile_answer(str(results[0]))
+    return {
+        "accuracy": float(pred == doc["gold"]),
+        "macro_f1": {"pred": pred, "gold": doc["gold"]},
+    }
+
+
+def process_retrieval(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, float]:
+    scores = [float(r[0]) for r in results]
+    rank = rank_of_positive(scores, int(doc["n_positive"]))
+    return {"accuracy": float(rank == 1), "mrr": 1.0 / rank}
+
+
+# --------------------------------------------------------------------------- aggregations
+
+
+def total(items: Sequence[float]) -> float:
+    return float(sum(items))
+
+
+def largest(items: Sequence[float]) -> float:
+    return float(max(items)) if items else 0.0
+
+
+def tag_macro_f1(items: Sequence[dict[str, Any]]) -> float:
+    if not items:
+        return math.nan
+    vocab = items[0]["vocab"]
+    return multilabel_macro_f1(((i["pred"], i["gold"]) for i in items), vocab)
+
+
+def compile_macro_f1(items: Sequence[dict[str, Any]]) -> float:
+    return binary_scores(((i["pred"], i["gold"]) for i in items), COMPILE_CLASSES)["macro_f1"]

@@ -1,0 +1,351 @@
+"""xCodeEval execution tasks: one engine batch per task run, verdicts in logged samples, pass@k.
+
+Tests marked by `_runtimes` run real programs and need the toolchains (CI installs them); the
+batching/INFRA_ERROR tests replace `Engine.judge_many` and need none.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lm_eval import simple_evaluate
+from lm_eval.tasks import TaskManager
+
+import execution
+from execution.types import Job, Result, Verdict
+from lm_eval_tasks.xcodeeval.hooks import verdict_records
+from tests import xcodeeval_support as support
+from tests.conftest import ROOT, TASKS_DIR, require
+from tests.lm_fakes import ScriptedLM
+from tests.xcodeeval_support import FIXTURES, fx
+from utils import xcodeeval_data as xd
+
+SLUGS = xd.SLUGS
+
+
+@pytest.fixture(scope="module")
+def exec_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One result cache per module: the same reference programs are compiled once."""
+    return str(tmp_path_factory.mktemp("xce-exec-cache"))
+
+
+def _evaluate(tasks: list[str], script: Any, **meta: Any) -> dict[str, Any]:
+    metadata = {"xcodeeval_data_dir": str(FIXTURES), **meta}
+    tm = TaskManager(
+        include_path=str(TASKS_DIR / "xcodeeval"), include_defaults=False, metadata=metadata
+    )
+    return simple_evaluate(  # type: ignore[no-any-return]
+        model=ScriptedLM(script=script),
+        tasks=tasks,
+        task_manager=tm,
+        confirm_run_unsafe_code=True,
+        log_samples=True,
+    )
+
+
+def _runtimes(clusters: Sequence[str]) -> None:
+    missing = []
+    for c in clusters:
+        rt = execution.resolve(xd.PAPER_RUNTIMES[c])
+        if not rt.available:
+            missing.append(f"{c} ({rt.reason})")
+    require(not missing, f"toolchains missing for: {', '.join(missing)} (run `make toolchains`)")
+
+
+def _pass_at_k_by_formula(n: int, c: int, k: int) -> float:
+    return 1.0 if n - c < k else 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+# --------------------------------------------------------------------------- batching, no toolchain
+
+
+class _CountingEngine:
+    """Replaces Engine.judge_many: counts batches, records jobs, answers from the source text."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, infra_for: str | None = None) -> None:
+        self.calls: list[list[Job]] = []
+        self.comparators: list[str] = []
+        outer = self
+
+        def judge_many(engine: Any, jobs: Sequence[Job], progress: Any = None) -> list[Result]:
+            outer.calls.append(list(jobs))
+            outer.comparators.append(engine.comparator)
+            out = []
+            for job in jobs:
+                if infra_for and infra_for in job.id:
+                    out.append(
+                        Result(Verdict.INFRA_ERROR, id=job.id, detail="sandbox could not start")
+                    )
+                elif "a + b" in job.source_code or '"YES" if' in job.source_code:
+                    out.append(Result(Verdict.PASSED, id=job.id))
+                else:
+                    out.append(Result(Verdict.WRONG_ANSWER, id=job.id))
+            return out
+
+        monkeypatch.setattr(execution.Engine, "judge_many", judge_many)
+
+
+def test_one_engine_batch_per_task_run_and_verdicts_in_logged_samples(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    support.reset()
+    engine = _CountingEngine(monkeypatch)
+    out = _evaluate(
+        ["xcodeeval_synth_python", "xcodeeval_apr_greedy_java"],
+        support.mixed,
+        xcodeeval_exec_cache="none",
+    )
+    assert len(engine.calls) == 2  # one batch per task, not one per document or sample
+    sizes = sorted(len(c) for c in engine.calls)
+    assert sizes == [1, 40]  # 1 APR program; 2 problems x 20 samples
+    python_jobs = next(c for c in engine.calls if len(c) == 40)
+    assert {j.language for j in python_jobs} == {"PyPy 3"}
+    limits = {(j.tests[0].input, j.time_limit_s, j.memory_limit_mb) for j in python_jobs}
+    assert limits == {("1 2\n", 1.0, 256), ("8\n", 2.0, 256)}  # the problem's own limits, unscaled
+    assert engine.comparators == ["default", "default"]
+    res = out["results"]["xcodeeval_synth_python"]
+    for k in (1, 5, 10, 20):
+        want = (_pass_at_k_by_formula(20, 3, k) + _pass_at_k_by_formula(20, 12, k)) / 2
+        assert res[f"pass@{k},judge"] == pytest.approx(want)
+    assert res["unscored_rows,judge"] == 1.0  # the problem without hidden tests
+    sample = out["samples"]["xcodeeval_synth_python"][0]
+    records = verdict_records(sample["filtered_resps"][0])
+    assert len(records) == 20 and [r["verdict"] for r in records].count("PASSED") == 3
+    assert {"verdict", "failed_test", "code", "tests", "language"} <= set(records[0])
+
+
+def test_execeval_switch_selects_the_execeval_comparator(monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = _CountingEngine(monkeypatch)
+    _evaluate(
+        ["xcodeeval_synth_greedy_go"],
+        support.oracle,
+        xcodeeval_execeval_compat=True,
+        xcodeeval_exec_cache="none",
+    )
+    assert engine.comparators == ["execeval"]
+    assert {j.comparator for j in engine.calls[0]} == {"execeval"}
+
+
+def test_infra_errors_are_counted_not_scored_as_failures(monkeypatch: pytest.MonkeyPatch) -> None:
+    _CountingEngine(monkeypatch, infra_for=fx.MELON)
+    out = _evaluate(["xcodeeval_synth_greedy_ruby"], support.oracle, xcodeeval_exec_cache="none")
+    res = out["results"]["xcodeeval_synth_greedy_ruby"]
+    assert res["infra_errors,judge"] == 1.0
+    # the melon problem could not be judged: NaN, never a silent 0 (which would give 0.5)
+    assert math.isnan(res["pass@1,judge"])
+    per_doc = {
+        s["doc"]["src_uid"]: s["pass@1"] for s in out["samples"]["xcodeeval_synth_greedy_ruby"]
+    }
+    assert per_doc[fx.SUM] == 1.0 and math.isnan(per_doc[fx.MELON])
+
+
+def test_sample_test_scoring_is_labelled(
+    monkeypatch: pytest.MonkeyPatch, shared_data: Path
+) -> None:
+    engine = _CountingEngine(monkeypatch)
+    out = _evaluate(
+        ["xcodeeval_synth_greedy_python"],
+        lambda kind, ctx, extra: "print(0)",
+        xcodeeval_data_dir=str(shared_data / "xcodeeval_sample"),
+        xcodeeval_sample_tests=True,
+        xcodeeval_split="validation",
+        xcodeeval_exec_cache="none",
+    )
+    res = out["results"]["xcodeeval_synth_greedy_python"]
+    assert res["sample_tests_only,judge"] == 1.0 and res["pass@1,judge"] == 0.0
+    assert len(engine.calls) == 1 and len(engine.calls[0]) == 106
+    first = json.loads(
+        Path(shared_data / "xcodeeval_sample" / "problem_descriptions.jsonl")
+        .read_text()
+        .splitlines()[0]
+    )
+    job = engine.calls[0][0]
+    assert [t.input for t in job.tests] == first["sample_inputs"]
+    first_sample = out["samples"]["xcodeeval_synth_greedy_python"][0]
+    assert verdict_records(first_sample["filtered_resps"][0])[0]["tests"] == "sample"
+
+
+# --------------------------------------------------------------------------- real execution
+
+
+def test_oracle_scores_one_in_every_language(exec_cache: str) -> None:
+    """Reference solutions in all 11 languages: pass@1..20 = 1.0 (n=20) and greedy pass@1 = 1.0."""
+    _runtimes(xd.CLUSTERS)
+
+    def oracle(kind: str, context: str, extra: Any) -> str:
+        # sampled requests get a chat-style fenced reply, greedy ones a bare program
+        return (
+            support.oracle(kind, context, extra)
+            if extra.get("do_sample")
+            else support.plain_oracle(kind, context, extra)
+        )
+
+    out = _evaluate(
+        ["xcodeeval_synth", "xcodeeval_synth_greedy"], oracle, xcodeeval_exec_cache=exec_cache
+    )
+    results = out["results"]
+    for slug, cluster in SLUGS.items():
+        for k in (1, 5, 10, 20):
+            assert results[f"xcodeeval_synth_{slug}"][f"pass@{k},judge"] == 1.0, (
+                cluster,
+                k,
+                _verdicts(out, f"xcodeeval_synth_{slug}"),
+            )
+        assert results[f"xcodeeval_synth_greedy_{slug}"]["pass@1,judge"] == 1.0, _verdicts(
+            out, f"xcodeeval_synth_greedy_{slug}"
+        )
+        assert results[f"xcodeeval_synth_{slug}"]["infra_errors,judge"] == 0.0
+    assert results["xcodeeval_synth"]["pass@5,judge"] == 1.0
+    assert results["xcodeeval_synth_greedy"]["pass@1,judge"] == 1.0
+
+
+def _verdicts(out: dict[str, Any], task: str) -> list[Any]:
+    return [
+        (r["verdict"], r["detail"][:200])
+        for s in out["samples"][task]
+        for r in verdict_records(s["filtered_resps"][0])
+    ]
+
+
+def test_wrong_programs_score_zero(exec_cache: str) -> None:
+    _runtimes(["Python", "C"])
+    out = _evaluate(
+        ["xcodeeval_synth_greedy_python", "xcodeeval_synth_greedy_c"],
+        support.wrong,
+        xcodeeval_exec_cache=exec_cache,
+    )
+    for task in ("xcodeeval_synth_greedy_python", "xcodeeval_synth_greedy_c"):
+        assert out["results"][task]["pass@1,judge"] == 0.0
+        verdicts = {v for v, _ in _verdicts(out, task)}
+        assert verdicts == {"WRONG_ANSWER"}
+
+
+def test_mixed_candidates_give_exact_unbiased_pass_at_k(exec_cache: str) -> None:
+    _runtimes(["Python"])
+    support.reset()
+    out = _evaluate(["xcodeeval_synth_python"], support.mixed, xcodeeval_exec_cache=exec_cache)
+    res = out["results"]["xcodeeval_synth_python"]
+    for k in (1, 5, 10, 20):
+        want = (_pass_at_k_by_formula(20, 3, k) + _pass_at_k_by_formula(20, 12, k)) / 2
+        assert res[f"pass@{k},judge"] == pytest.approx(want), k
+    # e.g. pass@1 = (3/20 + 12/20) / 2
+    assert res["pass@1,judge"] == pytest.approx(0.375)
+
+
+def test_translation_and_repair_with_oracle(exec_cache: str) -> None:
+    _runtimes(["Python", "Ruby", "C++"])
+    out = _evaluate(
+        [
+            "xcodeeval_translate_greedy_python",
+            "xcodeeval_apr_greedy_ruby",
+            "xcodeeval_apr_greedy_cpp",
+        ],
+        support.oracle,
+        xcodeeval_exec_cache=exec_cache,
+    )
+    res = out["results"]
+    assert res["xcodeeval_translate_greedy_python"]["pass@1,judge"] == 1.0
+    assert res["xcodeeval_translate_greedy_python"]["unscored_rows,judge"] == 1.0  # unknown src_uid
+    assert len(out["samples"]["xcodeeval_translate_greedy_python"]) == 20
+    assert res["xcodeeval_apr_greedy_ruby"]["pass@1,judge"] == 1.0
+    assert res["xcodeeval_apr_greedy_cpp"]["pass@1,judge"] == 1.0
+    # the buggy program itself fails: repair is not scored as "anything passes"
+    buggy = _evaluate(
+        ["xcodeeval_apr_greedy_ruby"],
+        lambda k, c, e: fx.BUGGY_SUM["Ruby"],
+        xcodeeval_exec_cache=exec_cache,
+    )
+    assert buggy["results"]["xcodeeval_apr_greedy_ruby"]["pass@1,judge"] == 0.0
+
+
+def test_score_cli_reports_pass_at_k_per_language(tmp_path: Path, exec_cache: str) -> None:
+    _runtimes(["Python", "C"])
+    preds = tmp_path / "preds.jsonl"
+    lines = []
+    for uid in (fx.SUM, fx.MELON):
+        lines.append(
+            {"src_uid": uid, "lang_cluster": "Python", "source_code": fx.SOLUTIONS[uid]["Python"]}
+        )
+        lines.append({"src_uid": uid, "lang": "PyPy 3", "source_code": "print(0)"})
+        lines.append({"src_uid": uid, "lang": "GNU C11", "source_code": fx.SOLUTIONS[uid]["C"]})
+    lines.append({"src_uid": fx.NOTESTS, "lang_cluster": "Python", "source_code": "print(0)"})
+    lines.append({"src_uid": fx.UNKNOWN, "lang_cluster": "Python", "source_code": "print(0)"})
+    preds.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    env = {**os.environ, "CODE_EVAL_CACHE": exec_cache}
+    cmd = [
+        sys.executable,
+        "-m",
+        "utils.xcodeeval_score",
+        str(preds),
+        "--data-dir",
+        str(FIXTURES),
+        "--k",
+        "1",
+        "2",
+    ]
+    report = json.loads(
+        subprocess.run(
+            [*cmd, "--json"], check=True, capture_output=True, text=True, cwd=ROOT, env=env
+        ).stdout
+    )
+    table = report["table"]
+    assert table["Python"]["pass@1"] == pytest.approx(0.5) and table["Python"]["pass@2"] == 1.0
+    assert table["C"]["pass@1"] == 1.0 and math.isnan(
+        table["C"]["pass@2"]
+    )  # one sample per problem
+    assert table["mean"]["pass@1"] == pytest.approx(0.75)
+    assert report["unscored"] == {
+        "lines": 2,
+        "unknown_src_uid": [fx.UNKNOWN],
+        "no_tests": [fx.NOTESTS],
+    }
+    text = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT, env=env).stdout
+    assert "NOT SCORED: 2 prediction lines" in text and "mean" in text
+    sample = subprocess.run(
+        [*cmd, "--sample-tests"], check=True, capture_output=True, text=True, cwd=ROOT, env=env
+    ).stdout
+    assert sample.startswith("SAMPLE-TEST SCORING")
+
+
+@pytest.mark.slow
+def test_lm_eval_cli_end_to_end(tmp_path: Path, exec_cache: str) -> None:
+    _runtimes(["Python"])
+    out_dir = tmp_path / "out"
+    meta = json.dumps({"xcodeeval_data_dir": str(FIXTURES), "xcodeeval_exec_cache": exec_cache})
+    cmd = [
+        sys.executable, str(ROOT / "tests" / "run_lm_eval.py"),
+        "--model", "scripted", "--model_args", "script=tests.xcodeeval_support:oracle",
+        "--include_path", str(TASKS_DIR / "xcodeeval"),
+        "--tasks", "xcodeeval_synth_greedy_python",
+        "--metadata", meta, "--confirm_run_unsafe_code", "--apply_chat_template",
+        "--log_samples", "--output_path", str(out_dir),
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(next(out_dir.rglob("results_*.json")).read_text())
+    assert results["results"]["xcodeeval_synth_greedy_python"]["pass@1,judge"] == 1.0
+    samples = [
+        json.loads(line)
+        for line in next(out_dir.rglob("samples_xcodeeval_synth_greedy_python_*.jsonl")).open()
+    ]
+    assert len(samples) == 2
+    # the logged sample carries each program's verdict record as JSON
+    records = [verdict_records(s["filtered_resps"][0]) for s in samples]
+    assert [[r["verdict"] for r in rs] for rs in records] == [["PASSED"], ["PASSED"]]
+    assert all(rs[0]["tests"] == "hidden" and rs[0]["language"] == "PyPy 3" for rs in records)
+    # without the confirmation flag lm-eval refuses to run code
+    refused = subprocess.run(
+        [c for c in cmd if c != "--confirm_run_unsafe_code"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert refused.returncode != 0

@@ -1,0 +1,478 @@
+"""xCodeEval raw files: where they are, how they are read, and how rows are joined to problems.
+
+The Hub repository `NTU-NLP-sg/xCodeEval` stores its data as plain JSONL/JSON files (its loading
+script no longer runs under current `datasets`), so this module reads those files itself and does
+the two joins every task needs, by `src_uid`:
+
+* `problem_descriptions.jsonl` -> the problem statement, limits and public sample tests;
+* `unittest_db.json`           -> the hidden unit tests used for execution-based scoring.
+
+A row that cannot be joined is never scored as a failure and never dropped silently: it is
+counted in a `JoinReport`, which is logged and shown by the tasks and the scoring CLI.
+
+Data comes from the Hub (cached by huggingface_hub) unless a local copy of the repository's
+layout is named by `xcodeeval_data_dir` (lm-eval `--metadata`) or `$XCODEEVAL_DATA`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from utils import download
+from utils.errors import DataError
+from utils.settings import as_bool, lookup
+
+log = logging.getLogger("xcodeeval")
+
+HUB_REPO = "NTU-NLP-sg/xCodeEval"
+SPLITS = ("validation", "test")
+
+# Language clusters exactly as xCodeEval spells them (file names and `lang_cluster` values).
+CLUSTERS = ("C", "C#", "C++", "Go", "Java", "Javascript", "Kotlin", "PHP", "Python", "Ruby", "Rust")
+# Task-name suffix -> cluster.
+SLUGS: dict[str, str] = {
+    "c": "C",
+    "cpp": "C++",
+    "csharp": "C#",
+    "go": "Go",
+    "java": "Java",
+    "javascript": "Javascript",
+    "kotlin": "Kotlin",
+    "php": "PHP",
+    "python": "Python",
+    "ruby": "Ruby",
+    "rust": "Rust",
+}
+# The runtime the authors used for each cluster when executing generated programs.
+PAPER_RUNTIMES: dict[str, str] = {
+    "C": "GNU C11",
+    "C#": "Mono C#",
+    "C++": "GNU C++17",
+    "Go": "Go",
+    "Java": "Java 17",
+    "Javascript": "Node.js",
+    "Kotlin": "Kotlin 1.4",
+    "PHP": "PHP",
+    "Python": "PyPy 3",
+    "Ruby": "Ruby 3",
+    "Rust": "Rust 2018",
+}
+
+PROBLEMS_FILE = "problem_descriptions.jsonl"
+UNITTESTS_FILE = "unittest_db.json"
+CLUSTER_TASKS = (
+    "tag_classification",
+    "code_compilation",
+    "code_translation",
+    "apr",
+    "retrieval_nl_code",
+    "retrieval_code_code",
+)
+SYNTHESIS_FILES = {
+    "validation": "program_synthesis/validation/prog_syn_val.jsonl",
+    "test": "program_synthesis/test/prog_syn_test.jsonl",
+}
+
+
+def check_split(split: str) -> str:
+    if split not in SPLITS:
+        raise ValueError(f"xCodeEval split must be one of {', '.join(SPLITS)}, got {split!r}")
+    return split
+
+
+def cluster_file(task_dir: str, split: str, cluster: str) -> str:
+    """Repository-relative path of one language file of a per-cluster task."""
+    if task_dir not in CLUSTER_TASKS:
+        raise ValueError(f"unknown xCodeEval task folder {task_dir!r}")
+    if cluster not in CLUSTERS:
+        raise ValueError(f"unknown language cluster {cluster!r}; accepted: {', '.join(CLUSTERS)}")
+    if task_dir.startswith("retrieval_"):
+        # e.g. retrieval_nl_code/validation/C++_nl_code_dev_file.jsonl (the Hub's own naming)
+        kind = task_dir.removeprefix("retrieval_")
+        stem = "dev" if check_split(split) == "validation" else "test"
+        return f"{task_dir}/{split}/{cluster}_{kind}_{stem}_file.jsonl"
+    return f"{task_dir}/{check_split(split)}/{cluster}.jsonl"
+
+
+# --------------------------------------------------------------------------- data source
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """Where the raw files come from, and which tests score programs.
+
+    `sample_tests=True` scores against the public sample tests of the problem statement instead
+    of the hidden unit tests: useful for demos and copies without `unittest_db.json`, and never
+    comparable with published numbers (every report says so).
+    """
+
+    local_dir: Path | None = None
+    sample_tests: bool = False
+
+    def describe(self) -> str:
+        return str(self.local_dir) if self.local_dir else f"hf://datasets/{HUB_REPO}"
+
+    def ref(self) -> str:
+        """A string form stored in lm-eval docs, so filters can reopen the same data."""
+        return json.dumps(
+            {"dir": str(self.local_dir) if self.local_dir else None, "sample": self.sample_tests}
+        )
+
+    @classmethod
+    def from_ref(cls, ref: str) -> DataSource:
+        raw = json.loads(ref)
+        return cls(Path(raw["dir"]) if raw["dir"] else None, bool(raw["sample"]))
+
+    def has(self, relpath: str) -> bool:
+        """Whether a local copy holds `relpath` (the Hub is assumed to hold every file)."""
+        return self.local_dir is None or (self.local_dir / relpath).is_file()
+
+    def path(self, relpath: str, needed_by: str) -> Path:
+        """Local path of `relpath`, downloading it from the Hub (cached) when no copy is set."""
+        if self.local_dir is not None:
+            target = self.local_dir / relpath
+            if not target.is_file():
+                raise DataError(
+                    target,
+                    f"file not found; {needed_by} needs it (xCodeEval data dir {self.local_dir}, "
+                    f"set by xcodeeval_data_dir / $XCODEEVAL_DATA)",
+                )
+            return target
+        try:
+            return download.fetch_hub_file(HUB_REPO, relpath)
+        except Exception as exc:  # network, auth or missing file: name what was needed
+            raise DataError(
+                f"hf://datasets/{HUB_REPO}/{relpath}",
+                f"could not download; {needed_by} needs it ({type(exc).__name__}: {exc}). "
+                "Point xcodeeval_data_dir or $XCODEEVAL_DATA at a local copy to work offline",
+            ) from exc
+
+
+def source_from_settings(kwargs: Mapping[str, Any]) -> DataSource:
+    """The data source chosen by lm-eval metadata / model_args / environment."""
+    local = lookup(kwargs, "xcodeeval_data_dir", env="XCODEEVAL_DATA")
+    sample = as_bool(
+        lookup(kwargs, "xcodeeval_sample_tests", env="XCODEEVAL_SAMPLE_TESTS", default=False),
+        "xcodeeval_sample_tests",
+    )
+    if local is not None:
+        root = Path(str(local)).expanduser()
+        if not root.is_dir():
+            raise DataError(
+                root, "xCodeEval data dir does not exist (xcodeeval_data_dir / $XCODEEVAL_DATA)"
+            )
+        return DataSource(root.resolve(), sample)
+    return DataSource(None, sample)
+
+
+# --------------------------------------------------------------------------- raw readers
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL file; a bad line is a DataError naming the file and the line."""
+    rows: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(path, f"invalid JSON ({exc.msg})", row=lineno) from exc
+            if not isinstance(row, dict):
+                raise DataError(path, "expected a JSON object", row=lineno)
+            rows.append(row)
+    return rows
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_jsonl(path: str, mtime: float) -> tuple[dict[str, Any], ...]:
+    return tuple(read_jsonl(Path(path)))
+
+
+def jsonl_rows(path: Path) -> tuple[dict[str, Any], ...]:
+    """`read_jsonl`, cached per (path, mtime): the 11 per-language tasks share one read."""
+    return _cached_jsonl(str(path), path.stat().st_mtime)
+
+
+def require_field(row: Mapping[str, Any], name: str, path: Path | str, lineno: int) -> Any:
+    if name not in row or row[name] is None:
+        raise DataError(path, "missing required field", row=lineno, field=name)
+    return row[name]
+
+
+_TIME = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(seconds?|s|sec)?\s*$", re.I)
+_MEMORY = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(megabytes?|mb|mib|m)?\s*$", re.I)
+
+
+def parse_time_limit(text: Any, path: Path | str = "?", row: int | None = None) -> float:
+    """'2 seconds' -> 2.0 (the problem's own limit, before any runtime factor)."""
+    m = _TIME.match(str(text))
+    if not m or float(m.group(1)) <= 0:
+        raise DataError(path, f"cannot parse time limit {text!r}", row=row, field="time_limit")
+    return float(m.group(1))
+
+
+def parse_memory_limit(text: Any, path: Path | str = "?", row: int | None = None) -> int:
+    """'256 megabytes' -> 256."""
+    m = _MEMORY.match(str(text))
+    if not m or float(m.group(1)) <= 0:
+        raise DataError(path, f"cannot parse memory limit {text!r}", row=row, field="memory_limit")
+    return int(float(m.group(1)))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One Codeforces problem as xCodeEval describes it."""
+
+    src_uid: str
+    description: str
+    input_spec: str
+    output_spec: str
+    notes: str | None
+    sample_inputs: tuple[str, ...]
+    sample_outputs: tuple[str, ...]
+    input_from: str
+    output_to: str
+    time_limit_s: float
+    memory_limit_mb: int
+    tags: tuple[str, ...]
+    difficulty: int | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], path: Path | str, lineno: int) -> Problem:
+        def text(name: str) -> str:
+            return str(require_field(row, name, path, lineno))
+
+        inputs = require_field(row, "sample_inputs", path, lineno)
+        outputs = require_field(row, "sample_outputs", path, lineno)
+        if not isinstance(inputs, list) or not isinstance(outputs, list):
+            raise DataError(path, "sample_inputs/sample_outputs must be lists", row=lineno)
+        if len(inputs) != len(outputs):
+            raise DataError(
+                path,
+                f"{len(inputs)} sample inputs but {len(outputs)} sample outputs",
+                row=lineno,
+                field="sample_outputs",
+            )
+        tags = row.get("tags") or []
+        difficulty = row.get("difficulty")
+        return cls(
+            src_uid=text("src_uid"),
+            description=text("description"),
+            input_spec=str(row.get("input_spec") or ""),
+            output_spec=str(row.get("output_spec") or ""),
+            notes=None if row.get("notes") is None else str(row["notes"]),
+            sample_inputs=tuple(str(x) for x in inputs),
+            sample_outputs=tuple(str(x) for x in outputs),
+            input_from=str(row.get("input_from") or "standard input"),
+            output_to=str(row.get("output_to") or "standard output"),
+            time_limit_s=parse_time_limit(text("time_limit"), path, lineno),
+            memory_limit_mb=parse_memory_limit(text("memory_limit"), path, lineno),
+            tags=tuple(str(t) for t in tags),
+            difficulty=int(difficulty) if isinstance(difficulty, (int, float)) else None,
+        )
+
+    def sample_tests(self) -> list[dict[str, Any]]:
+        return [
+            {"input": i, "output": [o]}
+            for i, o in zip(self.sample_inputs, self.sample_outputs, strict=True)
+        ]
+
+
+@functools.lru_cache(maxsize=8)
+def _problems(path: str, mtime: float) -> dict[str, Problem]:
+    out: dict[str, Problem] = {}
+    for lineno, row in enumerate(read_jsonl(Path(path)), 1):
+        problem = Problem.from_row(row, path, lineno)
+        out[problem.src_uid] = problem
+    return out
+
+
+def load_problems(source: DataSource, needed_by: str) -> dict[str, Problem]:
+    """`problem_descriptions.jsonl` keyed by src_uid."""
+    path = source.path(PROBLEMS_FILE, needed_by)
+    return _problems(str(path), path.stat().st_mtime)
+
+
+@functools.lru_cache(maxsize=2)
+def _unittests(path: str, mtime: float) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as fh:
+        try:
+            db = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, f"invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+    if not isinstance(db, dict):
+        raise DataError(path, "expected an object mapping src_uid to a list of tests")
+    return db
+
+
+def load_unittests(source: DataSource, needed_by: str) -> dict[str, Any]:
+    """`unittest_db.json` (raw; use `tests_for` to read one problem's tests)."""
+    path = source.path(UNITTESTS_FILE, needed_by)
+    return _unittests(str(path), path.stat().st_mtime)
+
+
+def tests_for(
+    db: Mapping[str, Any], src_uid: str, where: str = UNITTESTS_FILE
+) -> list[dict[str, Any]] | None:
+    """Normalised hidden tests of one problem ({input, output: [..]}), None if it has none.
+
+    Extra keys of a test entry are ignored; a string `output` is read as a one-element list.
+    """
+    raw = db.get(src_uid)
+    if not raw:
+        return None
+    if not isinstance(raw, list):
+        raise DataError(where, "expected a list of tests", field=src_uid)
+    tests = []
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict) or "input" not in entry or "output" not in entry:
+            raise DataError(where, f"test {i} needs 'input' and 'output'", field=src_uid)
+        out = entry["output"]
+        outputs = [out] if isinstance(out, str) else [str(o) for o in out]
+        tests.append({"input": str(entry["input"]), "output": outputs})
+    return tests
+
+
+# --------------------------------------------------------------------------- joins
+
+
+@dataclass
+class JoinReport:
+    """Rows of one task/split that could not be joined, by reason. Logged, never hidden."""
+
+    task: str
+    split: str
+    total: int = 0
+    missing_problem: list[str] = field(default_factory=list)
+    missing_tests: list[str] = field(default_factory=list)
+    tests: str = "hidden"  # or "sample"
+
+    @property
+    def unscored(self) -> int:
+        return len(self.missing_problem) + len(self.missing_tests)
+
+    def summary(self) -> str:
+        text = (
+            f"{self.task} ({self.split}): {self.total - self.unscored} of {self.total} rows scored"
+        )
+        if self.missing_problem:
+            text += (
+                f"; {len(self.missing_problem)} not scored, src_uid absent from {PROBLEMS_FILE} "
+                f"(e.g. {', '.join(sorted(set(self.missing_problem))[:5])})"
+            )
+        if self.missing_tests:
+            what = "sample tests" if self.tests == "sample" else f"unit tests in {UNITTESTS_FILE}"
+            text += (
+                f"; {len(self.missing_tests)} not scored, no {what} "
+                f"(e.g. {', '.join(sorted(set(self.missing_tests))[:5])})"
+            )
+        return text
+
+    def log(self) -> None:
+        if self.unscored:
+            log.warning("%s", self.summary())
+        else:
+            log.info("%s", self.summary())
+
+
+SAMPLE_TESTS_WARNING = (
+    "SAMPLE-TEST SCORING: programs are judged against the public sample tests of each problem "
+    "statement, not xCodeEval's hidden unit tests; numbers are NOT comparable with the paper"
+)
+
+
+@dataclass(frozen=True)
+class ExecRow:
+    """A row of an execution task joined with its problem and the tests that will judge it."""
+
+    row: dict[str, Any]
+    problem: Problem
+    tests: list[dict[str, Any]]
+
+
+def synthesis_rows(
+    source: DataSource, split: str, needed_by: str
+) -> tuple[list[ExecRow], JoinReport]:
+    """Program-synthesis problems of a split with their tests.
+
+    With sample tests and a copy that lacks the program_synthesis folder (like the shared
+    106-problem sample), every problem of `problem_descriptions.jsonl` is a synthesis problem.
+    """
+    relpath = SYNTHESIS_FILES[check_split(split)]
+    report = JoinReport(needed_by, split, tests="sample" if source.sample_tests else "hidden")
+    if source.sample_tests and not source.has(relpath):
+        path = source.path(PROBLEMS_FILE, needed_by)
+        log.warning(
+            "%s: %s absent in %s; using every problem of %s",
+            needed_by,
+            relpath,
+            source.describe(),
+            path,
+        )
+        rows = list(jsonl_rows(path))
+    else:
+        path = source.path(relpath, needed_by)
+        rows = list(jsonl_rows(path))
+    out = _attach_tests(
+        ((row, Problem.from_row(row, path, i)) for i, row in enumerate(rows, 1)),
+        source,
+        report,
+        needed_by,
+    )
+    return out, report
+
+
+def _attach_tests(
+    pairs: Any, source: DataSource, report: JoinReport, needed_by: str
+) -> list[ExecRow]:
+    db = None if source.sample_tests else load_unittests(source, needed_by)
+    out: list[ExecRow] = []
+    for row, problem in pairs:
+        report.total += 1
+        if problem is None:
+            report.missing_problem.append(str(row.get("src_uid")))
+            continue
+        tests = problem.sample_tests() if db is None else tests_for(db, problem.src_uid)
+        if not tests:
+            report.missing_tests.append(problem.src_uid)
+            continue
+        out.append(ExecRow(dict(row), problem, tests))
+    return out
+
+
+def cluster_rows(
+    source: DataSource, task_dir: str, split: str, clusters: Sequence[str], needed_by: str
+) -> list[tuple[str, Path, int, dict[str, Any]]]:
+    """(cluster, file, line, row) for every row of the given language files of a task."""
+    out = []
+    for cluster in clusters:
+        path = source.path(cluster_file(task_dir, split, cluster), needed_by)
+        for lineno, row in enumerate(jsonl_rows(path), 1):
+            out.append((cluster, path, lineno, row))
+    return out
+
+
+def joined_exec_rows(
+    source: DataSource,
+    task_dir: str,
+    split: str,
+    clusters: Sequence[str],
+    needed_by: str,
+) -> tuple[list[ExecRow], JoinReport]:
+    """Rows of a per-language execution task (translation, APR) joined with problem and tests."""
+    report = JoinReport(needed_by, split, tests="sample" if source.sample_tests else "hidden")
+    problems = load_problems(source, needed_by)
+    pairs = []
+    for _cluster, path, lineno, row in cluster_rows(source, task_dir, split, clusters, needed_by):
+        uid = str(require_field(row, "src_uid", path, lineno))
+        pairs.append((row, problems.get(uid)))
+    return _attach_tests(pairs, source, report, needed_by), report

@@ -1,0 +1,217 @@
+"""Score xCodeEval programs generated elsewhere: pass@k per language and the unweighted mean.
+
+    python -m utils.xcodeeval_score PREDICTIONS.jsonl [--data-dir DIR] [--split validation|test]
+                                    [--k 1 5 10] [--json] [--sample-tests] [--execeval-compat]
+
+Each input line is `{"src_uid", "lang" or "lang_cluster", "source_code"}`; several lines for one
+problem and language are several samples of it. `lang` (e.g. "GNU C++17") picks the runtime;
+with only `lang_cluster` the authors' runtime for that cluster is used. Problems are looked up by
+src_uid in `problem_descriptions.jsonl` (limits) and `unittest_db.json` (hidden tests); lines
+whose problem or tests are missing are counted and listed, never scored as failures. `--split`
+names the program-synthesis split whose problems the predictions should cover: problems of that
+split with no prediction in a language are reported per language.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from utils import xcodeeval_data as xd
+from utils.errors import DataError
+from utils.xcodeeval_exec import ExecSettings, Program, judge_programs
+from utils.xcodeeval_metrics import DEFAULT_KS, language_table
+
+NEEDED_BY = "xcodeeval_score"
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m utils.xcodeeval_score", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument(
+        "predictions", type=Path, help="JSONL of {src_uid, lang|lang_cluster, source_code}"
+    )
+    p.add_argument(
+        "--data-dir", type=Path, help="local copy of the xCodeEval repository (default: the Hub)"
+    )
+    p.add_argument(
+        "--split", choices=xd.SPLITS, default="test", help="split to check coverage against"
+    )
+    p.add_argument(
+        "--k", type=int, nargs="+", default=list(DEFAULT_KS), help="k values (default 1 5 10 20)"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument(
+        "--sample-tests", action="store_true", help="judge on public sample tests (NOT comparable)"
+    )
+    p.add_argument("--execeval-compat", action="store_true", help="ExecEval's output comparison")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--no-cache", action="store_true", help="judge everything afresh")
+    return p.parse_args(argv)
+
+
+def _cluster_of(raw: dict[str, Any], path: Path, lineno: int) -> tuple[str, str]:
+    """(cluster, runtime name) of a prediction line."""
+    from execution import resolve
+
+    lang = raw.get("lang")
+    cluster = raw.get("lang_cluster")
+    if lang:
+        try:
+            runtime = resolve(str(lang))
+        except Exception as exc:
+            raise DataError(path, str(exc), row=lineno, field="lang") from exc
+        return str(cluster or runtime.cluster), str(lang)
+    if cluster:
+        if cluster not in xd.PAPER_RUNTIMES:
+            raise DataError(
+                path,
+                f"unknown cluster; accepted: {', '.join(xd.CLUSTERS)}",
+                row=lineno,
+                field="lang_cluster",
+            )
+        return str(cluster), xd.PAPER_RUNTIMES[str(cluster)]
+    raise DataError(path, "needs 'lang' or 'lang_cluster'", row=lineno)
+
+
+def score(args: argparse.Namespace) -> dict[str, Any]:
+    source = xd.DataSource(args.data_dir.resolve() if args.data_dir else None, args.sample_tests)
+    predictions = xd.read_jsonl(args.predictions)
+    problems = xd.load_problems(source, NEEDED_BY)
+    db = None if source.sample_tests else xd.load_unittests(source, NEEDED_BY)
+
+    programs: list[Program] = []
+    owners: list[tuple[str, str]] = []  # (cluster, src_uid) of each program
+    missing_problem: list[str] = []
+    missing_tests: list[str] = []
+    tests_cache: dict[str, list[dict[str, Any]] | None] = {}
+    for lineno, raw in enumerate(predictions, 1):
+        uid = str(xd.require_field(raw, "src_uid", args.predictions, lineno))
+        code = xd.require_field(raw, "source_code", args.predictions, lineno)
+        cluster, runtime = _cluster_of(raw, args.predictions, lineno)
+        problem = problems.get(uid)
+        if problem is None:
+            missing_problem.append(uid)
+            continue
+        if uid not in tests_cache:
+            tests_cache[uid] = problem.sample_tests() if db is None else xd.tests_for(db, uid)
+        tests = tests_cache[uid]
+        if not tests:
+            missing_tests.append(uid)
+            continue
+        programs.append(
+            Program(
+                runtime,
+                str(code),
+                tests,
+                problem.time_limit_s,
+                problem.memory_limit_mb,
+                key=f"{uid}#{lineno}",
+            )
+        )
+        owners.append((cluster, uid))
+
+    settings = ExecSettings(
+        args.execeval_compat, args.workers, None if args.no_cache else "default"
+    )
+    records = judge_programs(programs, settings, NEEDED_BY)
+    verdicts: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for (cluster, uid), rec in zip(owners, records, strict=True):
+        verdicts[cluster][uid].append(rec["verdict"])
+    table = language_table(verdicts, args.k)
+
+    coverage: dict[str, Any] = {}
+    split_file = xd.SYNTHESIS_FILES[args.split]
+    if source.has(split_file):
+        split_uids = {
+            str(r.get("src_uid")) for r in xd.jsonl_rows(source.path(split_file, NEEDED_BY))
+        }
+        for cluster, by_uid in verdicts.items():
+            coverage[cluster] = {
+                "missing_problems": len(split_uids - set(by_uid)),
+                "outside_split": len(set(by_uid) - split_uids),
+            }
+    return {
+        "data": source.describe(),
+        "split": args.split,
+        "tests": "sample" if source.sample_tests else "hidden",
+        "comparator": settings.comparator,
+        "ks": list(args.k),
+        "table": table,
+        "coverage": coverage,
+        "unscored": {
+            "lines": len(missing_problem) + len(missing_tests),
+            "unknown_src_uid": sorted(set(missing_problem)),
+            "no_tests": sorted(set(missing_tests)),
+        },
+    }
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, float):
+        return "n/a" if math.isnan(x) else f"{100 * x:.2f}"
+    return str(x)
+
+
+def render(report: dict[str, Any]) -> str:
+    ks = report["ks"]
+    head = ["language", "problems", "samples", *[f"pass@{k}" for k in ks], "infra_err"]
+    rows = [
+        [
+            lang,
+            *[_fmt(r[c]) for c in ("problems", "samples")],
+            *[_fmt(r[f"pass@{k}"]) for k in ks],
+            str(r["infra_errors"]),
+        ]
+        for lang, r in report["table"].items()
+    ]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
+    lines = []
+    if report["tests"] == "sample":
+        lines.append(xd.SAMPLE_TESTS_WARNING)
+    lines.append(
+        f"data {report['data']}, {report['tests']} tests, {report['comparator']} comparator (pass@k in %)"
+    )
+    lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    lines.append(
+        "mean = unweighted mean over languages; n/a = some problem has fewer than k judged samples"
+    )
+    un = report["unscored"]
+    if un["lines"]:
+        lines.append(
+            f"NOT SCORED: {un['lines']} prediction lines ({len(un['unknown_src_uid'])} unknown src_uid, "
+            f"{len(un['no_tests'])} problems without tests): {', '.join((un['unknown_src_uid'] + un['no_tests'])[:10])}"
+        )
+    for cluster, cov in sorted(report["coverage"].items()):
+        if cov["missing_problems"] or cov["outside_split"]:
+            lines.append(
+                f"{cluster}: {cov['missing_problems']} {report['split']} problems without predictions, "
+                f"{cov['outside_split']} predicted problems outside the split"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = _parse_args(argv)
+    try:
+        report = score(args)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
