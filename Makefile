@@ -5,7 +5,8 @@ PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RESULTS ?= results
-DEMO_LIMIT ?= 4
+DEMO_LIMIT ?= 2
+DEMO_XCODEEVAL_LIMIT ?= 2
 SHARED_DATA ?= $(abspath ../shared/data)
 # torch first and pinned: on some machines an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
@@ -55,12 +56,19 @@ MODEL_DIR = $$($(PYTHON) -c "import importlib.util as u; print(u.find_spec('llm_
 MODEL_ARGS = pretrained=$(MODEL_DIR),gguf_file=SmolLM2-135M-Instruct.Q4_1.gguf
 LM_EVAL = HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(PYTHON) -m lm_eval
 
-demo: install
+demo: install toolchains
 	$(LM_EVAL) --model hf --model_args "$(MODEL_ARGS)" --apply_chat_template \
 		--include_path lm_eval_tasks --tasks clozetest_maxmin --limit $(DEMO_LIMIT) \
 		--metadata '{"clozetest_data_dir": "$(SHARED_DATA)/codexglue_clozetest_maxmin", "clozetest_predict_only": true}' \
 		--output_path $(RESULTS)/clozetest_maxmin --log_samples
-	@echo "clozetest_maxmin (predict-only: no public answers) results and samples: $(RESULTS)/clozetest_maxmin"
+	$(LM_EVAL) --model hf --model_args "$(MODEL_ARGS)" --apply_chat_template \
+		--include_path lm_eval_tasks --tasks xcodeeval_synth_greedy_python,xcodeeval_synth_greedy_cpp \
+		--limit $(DEMO_XCODEEVAL_LIMIT) --confirm_run_unsafe_code --gen_kwargs max_gen_toks=256 \
+		--metadata '{"xcodeeval_data_dir": "$(SHARED_DATA)/xcodeeval_sample", "xcodeeval_sample_tests": true, "xcodeeval_split": "validation"}' \
+		--output_path $(RESULTS)/xcodeeval_synth_greedy --log_samples
+	@echo
+	@echo "clozetest_maxmin (predict-only: no public answers, accuracy is NaN): $(RESULTS)/clozetest_maxmin"
+	@echo "xcodeeval_synth_greedy (SAMPLE-TEST scoring: public sample tests only, not comparable with the paper): $(RESULTS)/xcodeeval_synth_greedy"
 
 bench: install
 	$(PYTHON) bench/engine_bench.py
