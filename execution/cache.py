@@ -1,0 +1,153 @@
+"""On-disk cache of judged programs, so reruns and interrupted batches never judge twice.
+
+A result is stored under the SHA-256 of everything that can change a verdict: the runtime's
+fingerprint (toolchain binary and version), the source, the tests, the limits, the comparator,
+stop-on-first-fail and ENGINE_VERSION. The job's `id` is deliberately not part of the key, so
+identical submissions share one entry.
+
+Entries are JSON files sharded by the first two hex digits of the key and written atomically
+(temporary file + os.replace), so a process killed mid-write leaves either the old state or the
+full entry; an unreadable entry is a miss. INFRA_ERROR results are never stored: they are the
+engine's failure, not the program's, and must be retried.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from execution.types import Job, Result, Verdict
+from execution.version import ENGINE_VERSION
+
+
+class _HasFingerprint(Protocol):
+    def fingerprint(self) -> str: ...
+
+
+Fingerprint = str | _HasFingerprint
+
+
+def default_cache_dir() -> Path:
+    """`$CODE_EVAL_CACHE/exec`, else `~/.cache/code_eval_taskpack/exec`."""
+    base = os.environ.get("CODE_EVAL_CACHE")
+    root = Path(base) if base else Path.home() / ".cache" / "code_eval_taskpack"
+    return root / "exec"
+
+
+def job_key(job: Job, fingerprint: Fingerprint) -> str:
+    """Cache key of `job` judged by the runtime with `fingerprint` (a str or a Runtime)."""
+    fp = fingerprint if isinstance(fingerprint, str) else fingerprint.fingerprint()
+    payload = {
+        "engine": ENGINE_VERSION,
+        "runtime": fp,
+        "source": job.source_code,
+        "tests": [t.to_dict() for t in job.tests],
+        "time_limit_s": float(job.time_limit_s),
+        "memory_limit_mb": int(job.memory_limit_mb),
+        "comparator": job.comparator,
+        "stop_on_first_fail": bool(job.stop_on_first_fail),
+    }
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def cacheable(result: Result) -> bool:
+    """Engine failures are never cached (they must be retried, not remembered)."""
+    if result.verdict is Verdict.INFRA_ERROR:
+        return False
+    return all(t.verdict is not Verdict.INFRA_ERROR for t in result.tests)
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    stores: int = 0
+    corrupt: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "stores": self.stores,
+            "corrupt": self.corrupt,
+        }
+
+
+class ResultCache:
+    """Thread-safe: several workers (threads or processes) may read and write concurrently."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).expanduser()
+        self.stats = CacheStats()
+        self._lock = threading.Lock()
+
+    def path_for(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key[2:]}.json"
+
+    def get(self, job: Job, fingerprint: Fingerprint) -> Result | None:
+        """The stored result for `job` (re-labelled with its id, `cached=True`), or None."""
+        key = job_key(job, fingerprint)
+        result = self.get_key(key)
+        if result is not None:
+            result.id = job.id
+        return result
+
+    def put(self, job: Job, fingerprint: Fingerprint, result: Result) -> bool:
+        """Store `result` for `job`; returns False (and stores nothing) for INFRA_ERROR."""
+        return self.put_key(job_key(job, fingerprint), result)
+
+    def get_key(self, key: str) -> Result | None:
+        path = self.path_for(key)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            if raw.get("key") != key or raw.get("engine") != ENGINE_VERSION:
+                raise ValueError("entry does not belong to this key")
+            result = Result.from_dict(raw["result"])
+        except FileNotFoundError:
+            self._count("misses")
+            return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            self._count("misses")
+            self._count("corrupt")
+            return None
+        result.cached = True
+        self._count("hits")
+        return result
+
+    def put_key(self, key: str, result: Result) -> bool:
+        if not cacheable(result):
+            return False
+        data: dict[str, Any] = {
+            "key": key,
+            "engine": ENGINE_VERSION,
+            "result": {**result.to_dict(), "cached": False, "id": ""},
+        }
+        path = self.path_for(key)
+        tmp = ""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="ascii") as fh:
+                json.dump(data, fh)  # ASCII escapes keep lone surrogates of odd output storable
+            os.replace(tmp, path)
+        except OSError:
+            # A full or read-only disk costs a re-judge later, never a verdict now.
+            if tmp:
+                Path(tmp).unlink(missing_ok=True)
+            return False
+        self._count("stores")
+        return True
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.path_for(key).is_file()
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self.stats, name, getattr(self.stats, name) + 1)

@@ -1,0 +1,307 @@
+"""Per-sandbox cgroups (v1 or v2): memory limit and OOM-kill count, pids cap, CPU counter.
+
+Why cgroups and not RLIMIT_AS: an address-space limit breaks the JVM, Node, Go and Mono, which
+reserve far more virtual memory than they touch; the memory cgroup counts what is really resident
+and OOM-kills past the limit, which is what MEMORY_LIMIT_EXCEEDED should mean. The CPU counter
+covers every thread and child of the program, so a program cannot dodge the CPU limit by forking.
+
+Cgroups are created below the engine's own cgroup (delegation-friendly, and a cgroup namespace
+created by the sandbox then still contains them). One `CgroupSet` is created per sandbox and per
+purpose (compile / run), then reused by every test of that program.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+_counter = itertools.count()
+_lock = threading.Lock()
+
+
+def _own_paths() -> dict[str, str]:
+    """Controller (or "" for the v2 unified hierarchy) -> this process's cgroup path."""
+    out: dict[str, str] = {}
+    try:
+        text = Path("/proc/self/cgroup").read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, ctrls, path = parts
+        if ctrls == "":
+            out[""] = path
+        for c in ctrls.split(","):
+            if c:
+                out[c] = path
+    return out
+
+
+@dataclass
+class CgroupLayout:
+    """Where this machine's cgroups live. `version` is "v1", "v2" or "" (unusable)."""
+
+    version: str
+    memory: Path | None = None  # v1: memory controller parent; v2: the parent cgroup
+    pids: Path | None = None
+    cpuacct: Path | None = None
+    reason: str = ""
+
+
+def _writable_dir(p: Path) -> bool:
+    return p.is_dir() and os.access(p, os.W_OK)
+
+
+def detect() -> CgroupLayout:
+    """Find a usable cgroup hierarchy for memory + pids + CPU accounting."""
+    own = _own_paths()
+    v1_mem = CGROUP_ROOT / "memory"
+    if (v1_mem / "memory.limit_in_bytes").exists():
+        mem = v1_mem / own.get("memory", "/").lstrip("/")
+        pids = CGROUP_ROOT / "pids" / own.get("pids", "/").lstrip("/")
+        cpu = CGROUP_ROOT / "cpuacct" / own.get("cpuacct", "/").lstrip("/")
+        if not (CGROUP_ROOT / "pids" / "pids.max").exists() and not (pids / "pids.max").exists():
+            pids_ok = (CGROUP_ROOT / "pids" / "cgroup.procs").exists()
+        else:
+            pids_ok = True
+        if not _writable_dir(mem):
+            return CgroupLayout("", reason=f"cannot create cgroups under {mem}")
+        return CgroupLayout(
+            "v1",
+            memory=mem,
+            pids=pids if pids_ok and _writable_dir(pids) else None,
+            cpuacct=cpu if (cpu / "cpuacct.usage").exists() and _writable_dir(cpu) else None,
+        )
+    # cgroup v2: the unified hierarchy mounted at /sys/fs/cgroup (or /sys/fs/cgroup/unified)
+    for root in (CGROUP_ROOT, CGROUP_ROOT / "unified"):
+        ctrl = root / "cgroup.controllers"
+        if not ctrl.exists():
+            continue
+        if "memory" not in ctrl.read_text().split():
+            continue
+        parent, reason = _v2_parent(root, own.get("", "/"))
+        if parent is None:
+            return CgroupLayout("", reason=reason)
+        return CgroupLayout("v2", memory=parent, pids=parent, cpuacct=parent)
+    return CgroupLayout("", reason="no cgroup hierarchy with a memory controller")
+
+
+def _subtree(d: Path) -> set[str]:
+    try:
+        return set((d / "cgroup.subtree_control").read_text().split())
+    except OSError:
+        return set()
+
+
+def _evacuate(root: Path) -> None:
+    """Move every process of a container's root cgroup into a leaf, as container init systems
+    do: with processes in it, v2 forbids enabling controllers for its children."""
+    leaf = root / "code-exec-host"
+    leaf.mkdir(exist_ok=True)
+    for _ in range(10):
+        pids = (root / "cgroup.procs").read_text().split()
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(OSError):  # exited meanwhile, or a kernel thread
+                _write(leaf / "cgroup.procs", pid)
+
+
+def _v2_parent(root: Path, own: str) -> tuple[Path | None, str]:
+    """A v2 cgroup whose children get the memory and pids controllers.
+
+    The engine's own cgroup works when it is delegated with the controllers enabled for its
+    children. Otherwise the "no internal processes" rule forbids enabling them there (the engine
+    lives in it), so a dedicated `code-exec` subtree off the hierarchy root is used (root only;
+    in a container whose root cgroup holds processes, they are first moved to a leaf).
+    """
+    wanted = {"memory", "pids"}
+    own_dir = root / own.lstrip("/")
+    if wanted <= _subtree(own_dir) and _writable_dir(own_dir):
+        return own_dir, ""
+    with contextlib.suppress(OSError):
+        _write(own_dir / "cgroup.subtree_control", "+memory +pids")
+    if wanted <= _subtree(own_dir) and _writable_dir(own_dir):
+        return own_dir, ""
+    base = root / "code-exec"
+    try:
+        if not wanted <= _subtree(root):
+            if own == "/" and os.geteuid() == 0:
+                _evacuate(root)
+            _write(root / "cgroup.subtree_control", "+memory +pids")
+        base.mkdir(exist_ok=True)
+        if not wanted <= _subtree(base):
+            _write(base / "cgroup.subtree_control", "+memory +pids")
+    except OSError as exc:
+        return None, f"cannot enable memory+pids controllers for sandbox cgroups: {exc}"
+    return base, ""
+
+
+_layout: CgroupLayout | None = None
+
+
+def layout() -> CgroupLayout:
+    global _layout
+    with _lock:
+        if _layout is None:
+            _layout = detect()
+        return _layout
+
+
+def _write(path: Path, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+@dataclass
+class CgroupSet:
+    """The cgroups of one sandbox purpose; the sandbox's processes join `procs_files`."""
+
+    version: str
+    dirs: list[Path] = field(default_factory=list)
+    memory_dir: Path | None = None
+    pids_dir: Path | None = None
+    cpu_file: Path | None = None
+    procs_files: list[Path] = field(default_factory=list)
+    _memory_mb: int | None = None
+    _pids: int | None = None
+    _oom_fd: int | None = None
+
+    @classmethod
+    def create(cls, tag: str) -> CgroupSet:
+        lay = layout()
+        if not lay.version:
+            raise OSError(lay.reason)
+        name = f"code-exec-{os.getpid()}-{next(_counter)}-{tag}"
+        cs = cls(version=lay.version)
+        try:
+            if lay.version == "v2":
+                assert lay.memory is not None
+                d = lay.memory / name
+                d.mkdir()
+                cs.dirs.append(d)
+                cs.memory_dir = d
+                cs.pids_dir = d if (d / "pids.max").exists() else None
+                cs.cpu_file = d / "cpu.stat"
+                cs.procs_files.append(d / "cgroup.procs")
+                if not (d / "memory.max").exists():
+                    raise OSError("memory controller not enabled in the engine's cgroup")
+            else:
+                assert lay.memory is not None
+                d = lay.memory / name
+                d.mkdir()
+                cs.dirs.append(d)
+                cs.memory_dir = d
+                cs.procs_files.append(d / "cgroup.procs")
+                if lay.pids is not None:
+                    p = lay.pids / name
+                    p.mkdir()
+                    cs.dirs.append(p)
+                    cs.pids_dir = p
+                    cs.procs_files.append(p / "cgroup.procs")
+                if lay.cpuacct is not None:
+                    c = lay.cpuacct / name
+                    c.mkdir()
+                    cs.dirs.append(c)
+                    cs.cpu_file = c / "cpuacct.usage"
+                    cs.procs_files.append(c / "cgroup.procs")
+            cs._open_counters()
+        except BaseException:
+            cs.destroy()
+            raise
+        return cs
+
+    def _open_counters(self) -> None:
+        assert self.memory_dir is not None
+        events = "memory.oom_control" if self.version == "v1" else "memory.events"
+        self._oom_fd = os.open(self.memory_dir / events, os.O_RDONLY)
+
+    @property
+    def cpu_is_v2(self) -> bool:
+        return self.version == "v2"
+
+    def set_memory(self, mb: int) -> None:
+        if self._memory_mb == mb or self.memory_dir is None:
+            return
+        val = str(mb * 1024 * 1024)
+        d = self.memory_dir
+        if self.version == "v2":
+            _write(d / "memory.max", val)
+            with contextlib.suppress(OSError):
+                _write(d / "memory.swap.max", "0")
+        else:
+            memsw = d / "memory.memsw.limit_in_bytes"
+            # memsw must stay >= limit: order the two writes by direction
+            if memsw.exists():
+                try:
+                    _write(d / "memory.limit_in_bytes", val)
+                    _write(memsw, val)
+                except OSError:
+                    _write(memsw, val)
+                    _write(d / "memory.limit_in_bytes", val)
+            else:
+                _write(d / "memory.limit_in_bytes", val)
+        self._memory_mb = mb
+
+    def set_pids(self, n: int) -> None:
+        if self._pids == n or self.pids_dir is None:
+            return
+        _write(self.pids_dir / "pids.max", str(n))
+        self._pids = n
+
+    def oom_kills(self) -> int:
+        if self._oom_fd is None:
+            return 0
+        try:
+            text = os.pread(self._oom_fd, 4096, 0).decode()
+        except OSError:
+            return 0
+        for line in text.splitlines():
+            k, _, v = line.partition(" ")
+            if k == "oom_kill":
+                return int(v)
+        return 0
+
+    def destroy(self) -> None:
+        if self._oom_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._oom_fd)
+        self._oom_fd = None
+        for d in reversed(self.dirs):
+            for attempt in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    if self.version == "v2":
+                        with contextlib.suppress(OSError):
+                            _write(d / "cgroup.kill", "1")
+                    time.sleep(0.002 * (attempt + 1))
+        self.dirs.clear()
+
+
+def cleanup_stale(alive: Callable[[int], bool]) -> None:
+    """rmdir the (empty) cgroups of engines that died without cleaning up."""
+    lay = layout()
+    parents = {p for p in (lay.memory, lay.pids, lay.cpuacct) if p is not None}
+    for parent in parents:
+        try:
+            entries = list(parent.glob("code-exec-*"))
+        except OSError:
+            continue
+        for d in entries:
+            pid = d.name.split("-")[2] if d.name.count("-") >= 3 else ""
+            if pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    d.rmdir()

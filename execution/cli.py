@@ -1,0 +1,283 @@
+"""Command line: `python -m execution {run,batch,doctor,serve}`.
+
+Exit codes: 0 = every program was judged (whatever its verdict); 1 = an engine failure
+(INFRA_ERROR) left some program unjudged; 2 = bad usage or bad input (unknown language, malformed
+file), reported with the file, line and field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from execution.compare import MODES
+from execution.types import Job, Verdict
+from utils.errors import DataError
+
+EXIT_OK, EXIT_INFRA, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m execution", description="Sandboxed judge for stdin/stdout programs."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="judge one program, print one JSON object")
+    run.add_argument(
+        "--language", required=True, help="any accepted name, e.g. 'GNU C++17', 'PyPy 3', 'Java'"
+    )
+    run.add_argument("--source", required=True, type=Path, help="program source file")
+    run.add_argument(
+        "--tests",
+        required=True,
+        type=Path,
+        help='JSON list of {"input": str, "output": [str, ...]}',
+    )
+    run.add_argument(
+        "--time-limit",
+        type=_positive_float,
+        default=2.0,
+        metavar="S",
+        help="problem time limit in seconds, before the runtime's factor (default 2)",
+    )
+    run.add_argument(
+        "--memory-limit",
+        type=_positive_int,
+        default=256,
+        metavar="MB",
+        help="memory limit in MB (default 256)",
+    )
+    run.add_argument(
+        "--all-tests",
+        action="store_true",
+        help="run every test instead of stopping at the first failure",
+    )
+    run.add_argument("--comparator", choices=MODES, default="default")
+    run.set_defaults(func=cmd_run)
+
+    batch = sub.add_parser("batch", help="judge a JSONL file of jobs (resumable)")
+    batch.add_argument(
+        "input",
+        type=Path,
+        help='JSONL: {"id", "language", "source_code", "unittests", "time_limit_s"?, "memory_limit_mb"?}',
+    )
+    batch.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=Path,
+        help="JSONL results, one line per input line, in input order",
+    )
+    batch.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        help="parallel programs (default: one per CPU)",
+    )
+    where = batch.add_mutually_exclusive_group()
+    where.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="result cache (default: $CODE_EVAL_CACHE/exec or ~/.cache/code_eval_taskpack/exec)",
+    )
+    where.add_argument(
+        "--no-cache", action="store_true", help="judge everything again, store nothing"
+    )
+    batch.add_argument(
+        "--comparator", choices=MODES, default="default", help="for lines that do not name one"
+    )
+    batch.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    batch.set_defaults(func=cmd_batch)
+
+    doctor = sub.add_parser("doctor", help="runtimes, versions, availability and isolation layers")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.set_defaults(func=cmd_doctor)
+
+    serve = sub.add_parser("serve", help="ExecEval-compatible HTTP API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=5000)
+    serve.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        help="programs judged at once (default: one per CPU)",
+    )
+    serve.add_argument(
+        "--comparator", choices=MODES, default="default", help="for requests that do not name one"
+    )
+    serve.set_defaults(func=cmd_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted; finished results are in the cache", file=sys.stderr)
+        return 130
+    return code
+
+
+# -- run ------------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from execution.batch import output_record
+    from execution.engine import Engine
+    from execution.jobfile import read_tests_file
+    from execution.languages import UnknownLanguageError, resolve
+
+    try:
+        resolve(args.language)
+    except UnknownLanguageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        source = args.source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(args.source, f"cannot read the source: {exc}") from None
+    job = Job(
+        language=args.language,
+        source_code=source,
+        tests=read_tests_file(args.tests),
+        time_limit_s=args.time_limit,
+        memory_limit_mb=args.memory_limit,
+        stop_on_first_fail=not args.all_tests,
+        comparator=args.comparator,
+        id=str(args.source),
+    )
+    result = Engine(workers=1).judge(job)
+    print(json.dumps(output_record(result)))
+    if result.verdict is Verdict.INFRA_ERROR:
+        print(f"error: engine failure: {result.detail}", file=sys.stderr)
+        return EXIT_INFRA
+    return EXIT_OK
+
+
+# -- batch ----------------------------------------------------------------------------------
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from execution.batch import run_batch
+    from execution.cache import ResultCache, default_cache_dir
+
+    cache = None if args.no_cache else ResultCache(args.cache or default_cache_dir())
+    stats = run_batch(
+        args.input,
+        args.output,
+        workers=args.workers,
+        cache=cache,
+        comparator=args.comparator,
+        show_progress=not args.no_progress,
+    )
+    # One parseable line: how many programs were run, served from the cache, or deduplicated.
+    print(f"stats: {json.dumps(stats.to_dict())}", file=sys.stderr)
+    if stats.infra_errors:
+        print(
+            f"error: {stats.infra_errors} job(s) hit an engine failure (INFRA_ERROR, see their "
+            "'detail'); they were not cached: fix the cause and rerun to judge them",
+            file=sys.stderr,
+        )
+        return EXIT_INFRA
+    return EXIT_OK
+
+
+# -- doctor ---------------------------------------------------------------------------------
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from execution.languages import runtimes
+    from execution.sandbox import LAYERS, probe_isolation
+
+    rows: list[dict[str, Any]] = []
+    for rt in runtimes():
+        rows.append(
+            {
+                "name": rt.name,
+                "cluster": rt.cluster,
+                "version": rt.version,
+                "binary": rt.binary or "-",
+                "available": rt.available,
+                "why_not": rt.reason,
+            }
+        )
+    isolation = probe_isolation()
+    if args.json:
+        print(json.dumps({"runtimes": rows, "isolation": isolation}, indent=2))
+        return EXIT_OK
+    table = [
+        [
+            r["name"],
+            r["cluster"],
+            r["version"],
+            r["binary"],
+            "yes" if r["available"] else f"NO: {r['why_not']}",
+        ]
+        for r in rows
+    ]
+    print(_table(["runtime", "cluster", "version", "binary", "available"], table))
+    print()
+    layer_rows = [[name, "active" if isolation.get(name) else "INACTIVE"] for name in LAYERS]
+    for key in ("backend", "cgroup_version", "memory_enforcement", "user_namespace"):
+        if key in isolation:
+            layer_rows.append([key, str(isolation[key])])
+    print(_table(["isolation layer", "status"], layer_rows))
+    for note in isolation.get("notes", []):
+        print(f"note: {note}")
+    available = sum(1 for r in rows if r["available"])
+    print(f"\n{available}/{len(rows)} runtimes available")
+    return EXIT_OK
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    cells = [header, *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# -- serve ----------------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from execution.server import serve
+
+    serve(args.host, args.port, workers=args.workers, comparator=args.comparator)
+    return EXIT_OK
+
+
+# -- argument types -------------------------------------------------------------------------
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value

@@ -1,0 +1,141 @@
+"""Compiled programs, kept so that the same source is never compiled twice.
+
+xCodeEval-style scoring judges one program against several test sets (samples, then hidden
+tests; re-runs with other limits), and compiling dominates the cost of compiled languages (Kotlin
+takes seconds). An entry is keyed by the runtime's fingerprint (binary, version, registry entry)
+and the source, and holds the compiler's verdict and output plus, for a successful compile, a tar
+archive of the work dir right after compilation (made inside the sandbox before any program code
+ran, and unpacked inside the next sandbox, so it is only ever compiler output).
+
+Entries live in memory (bounded) and, when the engine has a result cache, on disk next to it
+(`<cache>/compiled/`, written atomically), so a rerun of an interrupted batch does not recompile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from execution.version import ENGINE_VERSION
+
+MAX_MEMORY_BYTES = 256 * 1024 * 1024
+
+
+@dataclass
+class CompiledEntry:
+    ok: bool
+    stdout: str
+    stderr: str
+    detail: str
+    time_s: float
+    archive: bytes | None  # tar of the work dir after a successful compile
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "detail": self.detail,
+            "time_s": self.time_s,
+            "engine": ENGINE_VERSION,
+            "has_archive": self.archive is not None,
+        }
+
+
+def compile_key(fingerprint: str, source: str, layout: dict[str, str]) -> str:
+    blob = json.dumps(
+        {"runtime": fingerprint, "source": source, "layout": layout, "engine": ENGINE_VERSION},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class CompileCache:
+    """Thread-safe memory LRU with an optional on-disk layer."""
+
+    def __init__(self, root: Path | None = None, max_bytes: int = MAX_MEMORY_BYTES) -> None:
+        self.root = root
+        self.max_bytes = max_bytes
+        self._mem: OrderedDict[str, CompiledEntry] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def _paths(self, key: str) -> tuple[Path, Path]:
+        assert self.root is not None
+        d = self.root / key[:2]
+        return d / f"{key[2:]}.json", d / f"{key[2:]}.tar"
+
+    def get(self, key: str) -> CompiledEntry | None:
+        with self._lock:
+            entry = self._mem.get(key)
+            if entry is not None:
+                self._mem.move_to_end(key)
+                return entry
+        if self.root is None:
+            return None
+        meta_path, tar_path = self._paths(key)
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            if meta.get("engine") != ENGINE_VERSION:
+                return None
+            archive = tar_path.read_bytes() if meta.get("has_archive") else None
+            entry = CompiledEntry(
+                ok=bool(meta["ok"]),
+                stdout=str(meta.get("stdout", "")),
+                stderr=str(meta.get("stderr", "")),
+                detail=str(meta.get("detail", "")),
+                time_s=float(meta.get("time_s", 0.0)),
+                archive=archive,
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if entry.ok and entry.archive is None:
+            return None
+        self._remember(key, entry)
+        return entry
+
+    def put(self, key: str, entry: CompiledEntry) -> None:
+        self._remember(key, entry)
+        if self.root is None:
+            return
+        meta_path, tar_path = self._paths(key)
+        with contextlib.suppress(OSError):  # a full disk costs a recompile, never a verdict
+            meta_path.parent.mkdir(parents=True, exist_ok=True)
+            if entry.archive is not None:
+                _atomic_write(tar_path, entry.archive)
+            _atomic_write(meta_path, json.dumps(entry.meta()).encode())
+
+    def _remember(self, key: str, entry: CompiledEntry) -> None:
+        size = len(entry.archive or b"") + len(entry.stderr) + len(entry.stdout)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._mem.pop(key, None)
+            if old is not None:
+                self._bytes -= len(old.archive or b"") + len(old.stderr) + len(old.stdout)
+            self._mem[key] = entry
+            self._bytes += size
+            while self._bytes > self.max_bytes and self._mem:
+                _, gone = self._mem.popitem(last=False)
+                self._bytes -= len(gone.archive or b"") + len(gone.stderr) + len(gone.stdout)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,163 @@
+"""Reading jobs and tests from user files, with errors that name the file, line and field.
+
+A batch line is `{"id", "language", "source_code", "unittests": [{"input", "output"}],
+"time_limit_s"?, "memory_limit_mb"?, "stop_on_first_fail"?, "comparator"?}`. Everything is
+checked before any program runs, including that the language is known: a typo must stop the
+batch with a clear message, never turn into a COMPILATION_ERROR for every sample.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from execution.compare import MODES
+from execution.languages import UnknownLanguageError, resolve
+from execution.types import Job, TestCase
+from utils.errors import DataError
+
+MAX_TIME_LIMIT_S = 600.0
+
+
+def parse_tests(
+    raw: Any, path: str | Path, row: int | None = None, field: str = "unittests"
+) -> tuple[TestCase, ...]:
+    """Validate a list of `{"input": str, "output": [str, ...]}` (a bare string output is accepted)."""
+    if not isinstance(raw, list):
+        raise DataError(
+            path, f"expected a list of tests, got {type(raw).__name__}", row=row, field=field
+        )
+    if not raw:
+        raise DataError(path, "at least one test is required", row=row, field=field)
+    tests = []
+    for i, test in enumerate(raw):
+        where = f"{field}[{i}]"
+        if not isinstance(test, dict):
+            raise DataError(
+                path, f"a test must be an object, got {type(test).__name__}", row=row, field=where
+            )
+        if not isinstance(test.get("input"), str):
+            raise DataError(path, "missing or non-string 'input'", row=row, field=f"{where}.input")
+        out = test.get("output")
+        if isinstance(out, str):
+            out = [out]
+        if not isinstance(out, list) or not out or not all(isinstance(o, str) for o in out):
+            raise DataError(
+                path,
+                "'output' must be a non-empty list of strings (any of them is accepted)",
+                row=row,
+                field=f"{where}.output",
+            )
+        tests.append(TestCase(input=test["input"], output=tuple(out)))
+    return tuple(tests)
+
+
+def read_tests_file(path: str | Path) -> tuple[TestCase, ...]:
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(path, "file not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(path, f"not a readable JSON file: {exc}") from None
+    return parse_tests(raw, path, field="tests")
+
+
+def job_from_record(
+    raw: Any, path: str | Path, row: int | None, comparator: str = "default"
+) -> Job:
+    """One batch record -> Job; `comparator` applies when the record names none."""
+    if not isinstance(raw, dict):
+        raise DataError(path, f"a line must be a JSON object, got {type(raw).__name__}", row=row)
+    job_id = raw.get("id")
+    if isinstance(job_id, bool) or not isinstance(job_id, str | int) or job_id == "":
+        raise DataError(path, "missing id (a non-empty string or an integer)", row=row, field="id")
+    lang_field = "language" if "language" in raw or "lang" not in raw else "lang"
+    language = raw.get(lang_field)
+    if not isinstance(language, str) or not language.strip():
+        raise DataError(path, "missing language", row=row, field=lang_field)
+    try:
+        resolve(language)
+    except UnknownLanguageError as exc:
+        raise DataError(path, str(exc), row=row, field=lang_field) from None
+    source = raw.get("source_code")
+    if not isinstance(source, str):
+        raise DataError(path, "missing or non-string source_code", row=row, field="source_code")
+    tests = parse_tests(raw.get("unittests"), path, row=row, field="unittests")
+    kwargs: dict[str, Any] = {}
+    time_limit = raw.get("time_limit_s")
+    if time_limit is not None:
+        if not _positive_number(time_limit) or time_limit > MAX_TIME_LIMIT_S:
+            raise DataError(
+                path,
+                f"must be a number in (0, {MAX_TIME_LIMIT_S:g}] seconds",
+                row=row,
+                field="time_limit_s",
+            )
+        kwargs["time_limit_s"] = float(time_limit)
+    memory = raw.get("memory_limit_mb")
+    if memory is not None:
+        if not _positive_number(memory) or memory < 1:
+            raise DataError(
+                path, "must be a positive number of MB", row=row, field="memory_limit_mb"
+            )
+        kwargs["memory_limit_mb"] = math.ceil(memory)
+    stop = raw.get("stop_on_first_fail")
+    if stop is not None:
+        if not isinstance(stop, bool):
+            raise DataError(path, "must be true or false", row=row, field="stop_on_first_fail")
+        kwargs["stop_on_first_fail"] = stop
+    mode = raw.get("comparator", comparator)
+    if mode not in MODES:
+        raise DataError(
+            path,
+            f"unknown comparator {mode!r}; use one of {', '.join(MODES)}",
+            row=row,
+            field="comparator",
+        )
+    return Job(
+        language=language,
+        source_code=source,
+        tests=tests,
+        id=str(job_id),
+        comparator=mode,
+        **kwargs,
+    )
+
+
+def read_jobs(path: str | Path, comparator: str = "default") -> Iterator[tuple[int, Job]]:
+    """(line number, Job) for every non-blank line of a JSONL file; raises DataError."""
+    try:
+        fh = open(path, encoding="utf-8")  # noqa: SIM115 - a generator owns the handle
+    except FileNotFoundError:
+        raise DataError(path, "file not found") from None
+    except OSError as exc:
+        raise DataError(path, f"cannot open: {exc}") from None
+    with fh:
+        lineno = 0
+        while True:
+            try:
+                line = fh.readline()
+            except UnicodeDecodeError as exc:
+                raise DataError(path, f"not UTF-8 text: {exc}", row=lineno + 1) from None
+            if not line:
+                return
+            lineno += 1
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(path, f"invalid JSON: {exc}", row=lineno) from None
+            yield lineno, job_from_record(raw, path, lineno, comparator)
+
+
+def _positive_number(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )

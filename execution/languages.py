@@ -1,0 +1,372 @@
+"""The language registry: names -> runtimes, with real binaries and real versions.
+
+The data lives in `languages.toml`; this module loads it, resolves each runtime's toolchain binary
+(following symlinks, rustup proxies and pyenv shims to the real executable, whose directory is
+then made visible inside the sandbox) and probes its version once per process. Results and cache
+keys carry `Runtime.fingerprint()`, so a toolchain upgrade never reuses old verdicts.
+
+An unknown name raises `UnknownLanguageError` listing every accepted name: a typo in a config must
+never turn into a silent COMPILATION_ERROR for every sample.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+REGISTRY_PATH = Path(__file__).with_name("languages.toml")
+#: host directories always visible (read-only) in the sandbox; binaries elsewhere get their
+#: installation prefix bound in addition
+SYSTEM_PREFIXES = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/etc/")
+CLUSTERS = ("C", "C#", "C++", "Go", "Java", "Javascript", "Kotlin", "PHP", "Python", "Ruby", "Rust")
+
+
+class UnknownLanguageError(ValueError):
+    """A language name the registry does not know; the message lists the accepted names."""
+
+    def __init__(self, name: str, accepted: list[str]) -> None:
+        self.name = name
+        self.accepted = accepted
+        super().__init__(f"unknown language {name!r}; accepted names: {', '.join(accepted)}")
+
+
+def normalize(name: str) -> str:
+    """Matching key of a name: case and whitespace do not matter."""
+    return "".join(str(name).split()).casefold()
+
+
+@dataclass
+class Runtime:
+    """One runtime of the registry (see languages.toml for the meaning of each field)."""
+
+    name: str
+    cluster: str
+    binary_candidates: tuple[str, ...]
+    source: str
+    run: tuple[str, ...]
+    compile: tuple[str, ...] | None = None
+    compile_env: dict[str, str] = field(default_factory=dict)
+    run_env: dict[str, str] = field(default_factory=dict)
+    time_factor: float = 1.0
+    memory: str = "native"
+    as_headroom_mb: int = 0
+    compile_memory_mb: int | None = None
+    aliases: tuple[str, ...] = ()
+    resolver: str = ""
+    version_cmd: tuple[str, ...] = ()
+    version_regex: str = ""
+    version_jar: str = ""
+    notes: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _binary: tuple[str | None, str] | None = field(default=None, repr=False, compare=False)
+    _version: str | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def is_compiled(self) -> bool:
+        return self.compile is not None
+
+    # -- binary ---------------------------------------------------------------------------
+
+    def _resolve_binary(self) -> tuple[str | None, str]:
+        tried: list[str] = []
+        for cand in self.binary_candidates:
+            found = _find(cand)
+            tried.append(cand)
+            if found is None:
+                continue
+            if self.resolver == "rustup":
+                real = _rustup_real(found)
+                if real is None:
+                    return None, f"{found} is a rustup proxy and no toolchain's rustc was found"
+                return real, ""
+            real = os.path.realpath(found)
+            if "/shims/" in real or _is_shim(real):
+                continue  # a pyenv/asdf shim needs its home directory: not usable in the sandbox
+            return real, ""
+        return None, f"toolchain not installed (looked for {', '.join(tried)})"
+
+    def _binary_info(self) -> tuple[str | None, str]:
+        with self._lock:
+            if self._binary is None:
+                self._binary = self._resolve_binary()
+            return self._binary
+
+    @property
+    def binary(self) -> str | None:
+        """Absolute path of the real toolchain binary, or None when missing."""
+        return self._binary_info()[0]
+
+    @property
+    def available(self) -> bool:
+        return self.binary is not None and self.version != "unknown"
+
+    @property
+    def reason(self) -> str:
+        """Why the runtime is unavailable ("" when available)."""
+        path, why = self._binary_info()
+        if path is None:
+            return why
+        if self.version == "unknown":
+            return f"{path} did not report a version (broken install?)"
+        return ""
+
+    @property
+    def extra_ro_paths(self) -> list[str]:
+        """Directories outside the system ones that the toolchain needs (read-only)."""
+        b = self.binary
+        if b is None or b.startswith(SYSTEM_PREFIXES):
+            return []
+        # <prefix>/bin/<tool> -> <prefix> (rustup toolchain dir, pyenv version dir, /opt/x)
+        return [str(Path(b).parent.parent)]
+
+    # -- version --------------------------------------------------------------------------
+
+    @property
+    def version(self) -> str:
+        """The toolchain's real version (probed once per process), or "unknown"."""
+        with self._lock:
+            if self._version is not None:
+                return self._version
+        b = self.binary
+        v = "unknown"
+        if b and self.version_jar:
+            v = _jar_version(b, self.version_jar) or "unknown"
+        if b and v == "unknown":
+            v = _probe_version(self.version_cmd, self.version_regex, b)
+        with self._lock:
+            self._version = v
+        return v
+
+    def fingerprint(self) -> str:
+        """Identity of the runtime for cache keys: name, binary, version and its registry entry."""
+        entry = hashlib.sha256(json.dumps(self.raw, sort_keys=True).encode()).hexdigest()[:12]
+        return f"{self.name}|{self.binary}|{self.version}|{entry}"
+
+    def info(self) -> dict[str, Any]:
+        """What results record about the runtime."""
+        return {
+            "name": self.name,
+            "cluster": self.cluster,
+            "version": self.version,
+            "binary": self.binary,
+            "time_factor": self.time_factor,
+        }
+
+    # -- argv -----------------------------------------------------------------------------
+
+    def expand(self, argv: tuple[str, ...], **values: object) -> list[str]:
+        subst = {"binary": self.binary or self.binary_candidates[0], **values}
+        return [a.format(**subst) for a in argv]
+
+
+def _find(candidate: str) -> str | None:
+    cand = os.path.expanduser(candidate)
+    if any(ch in cand for ch in "*?["):
+        matches = sorted(glob.glob(cand))
+        return matches[-1] if matches else None
+    if os.path.isabs(cand):
+        return cand if os.access(cand, os.X_OK) else None
+    return shutil.which(cand)
+
+
+def _is_shim(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return False
+    return head.startswith(b"#!") and (b"pyenv" in head or b"asdf" in head)
+
+
+def _rustup_real(proxy: str) -> str | None:
+    """The toolchain's own rustc behind a rustup proxy (which needs RUSTUP_HOME/CARGO_HOME)."""
+    real = os.path.realpath(proxy)
+    if not os.path.basename(real).startswith("rustup"):
+        return real  # a distribution rustc or a toolchain's own binary: no proxy
+    env = dict(os.environ)
+    home = Path.home()
+    env.setdefault("RUSTUP_HOME", str(home / ".rustup"))
+    env.setdefault("CARGO_HOME", str(home / ".cargo"))
+    rustup = shutil.which("rustup") or str(Path(env["CARGO_HOME"]) / "bin" / "rustup")
+    try:
+        out = subprocess.run(
+            [rustup, "which", "rustc"], capture_output=True, text=True, timeout=30, env=env
+        )
+        path = out.stdout.strip()
+        if out.returncode == 0 and path and os.access(path, os.X_OK):
+            return os.path.realpath(path)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    toolchains = sorted(glob.glob(str(Path(env["RUSTUP_HOME"]) / "toolchains" / "stable-*")))
+    toolchains += sorted(glob.glob(str(Path(env["RUSTUP_HOME"]) / "toolchains" / "*")))
+    for tc in toolchains:
+        cand = Path(tc) / "bin" / "rustc"
+        if os.access(cand, os.X_OK):
+            return str(cand)
+    return None
+
+
+def _jar_version(binary: str, jar: str) -> str | None:
+    """Implementation-Version of a jar shipped with the toolchain (no JVM start needed)."""
+    path = (Path(binary).parent / jar).resolve()
+    try:
+        with zipfile.ZipFile(path) as z:
+            manifest = z.read("META-INF/MANIFEST.MF").decode("utf-8", errors="replace")
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    m = re.search(r"^Implementation-Version:\s*(\S+)", manifest, re.MULTILINE)
+    return m.group(1) if m else None
+
+
+def _probe_version(cmd: tuple[str, ...], regex: str, binary: str) -> str:
+    if not cmd:
+        return "unknown"
+    argv = [a.format(binary=binary) for a in cmd]
+    try:
+        out = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    text = (out.stdout or "") + "\n" + (out.stderr or "")
+    m = re.search(regex, text, re.MULTILINE)
+    return m.group(1).strip() if m else "unknown"
+
+
+# -- registry ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Registry:
+    runtimes: dict[str, Runtime]
+    names: dict[str, str]  # normalized name -> runtime name
+    display_names: list[str]
+
+    def resolve(self, name: str) -> Runtime:
+        key = normalize(name)
+        if key not in self.names:
+            raise UnknownLanguageError(str(name), self.display_names)
+        return self.runtimes[self.names[key]]
+
+
+def load_registry(path: Path = REGISTRY_PATH) -> Registry:
+    """Parse and validate the registry file (duplicate names are an error)."""
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    runtimes: dict[str, Runtime] = {}
+    names: dict[str, str] = {}
+    display: list[str] = []
+    for name, raw in data.get("runtimes", {}).items():
+        for req in ("cluster", "binary", "source", "run"):
+            if req not in raw:
+                raise ValueError(f"{path}: runtime {name!r} lacks field {req!r}")
+        rt = Runtime(
+            name=name,
+            cluster=str(raw["cluster"]),
+            binary_candidates=tuple(raw["binary"]),
+            source=str(raw["source"]),
+            run=tuple(raw["run"]),
+            compile=tuple(raw["compile"]) if "compile" in raw else None,
+            compile_env={k: str(v) for k, v in raw.get("compile_env", {}).items()},
+            run_env={k: str(v) for k, v in raw.get("run_env", {}).items()},
+            time_factor=float(raw.get("time_factor", 1)),
+            memory=str(raw.get("memory", "native")),
+            as_headroom_mb=int(raw.get("as_headroom_mb", 0)),
+            compile_memory_mb=(
+                int(raw["compile_memory_mb"]) if "compile_memory_mb" in raw else None
+            ),
+            aliases=tuple(raw.get("aliases", ())),
+            resolver=str(raw.get("resolver", "")),
+            version_cmd=tuple(raw.get("version_cmd", ())),
+            version_regex=str(raw.get("version_regex", "")),
+            version_jar=str(raw.get("version_jar", "")),
+            notes=str(raw.get("notes", "")),
+            raw=raw,
+        )
+        if rt.cluster not in CLUSTERS:
+            raise ValueError(f"{path}: runtime {name!r} has unknown cluster {rt.cluster!r}")
+        runtimes[name] = rt
+        for n in (name, *rt.aliases):
+            key = normalize(n)
+            if key in names and names[key] != name:
+                raise ValueError(f"{path}: name {n!r} maps to both {names[key]!r} and {name!r}")
+            if key not in names:
+                display.append(n)
+            names[key] = name
+    return Registry(runtimes=runtimes, names=names, display_names=display)
+
+
+@functools.lru_cache(maxsize=1)
+def registry() -> Registry:
+    return load_registry()
+
+
+def resolve(name: str) -> Runtime:
+    """The runtime for any accepted name (xCodeEval `lang`, cluster name or slug)."""
+    return registry().resolve(name)
+
+
+def runtimes() -> list[Runtime]:
+    """Every runtime of the registry, available or not."""
+    return list(registry().runtimes.values())
+
+
+def accepted_names() -> list[str]:
+    return list(registry().display_names)
+
+
+# -- source file naming -----------------------------------------------------------------------
+
+_JAVA_PUBLIC = re.compile(r"\bpublic\s+(?:(?:final|abstract|static|strictfp)\s+)*class\s+(\w+)")
+_JAVA_CLASS = re.compile(r"\bclass\s+(\w+)")
+_JAVA_MAIN = re.compile(r"\bstatic\s+(?:final\s+)?(?:public\s+)?void\s+main\s*\(")
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_STRINGS = re.compile(r'"(?:\\.|[^"\\\n])*"')
+
+
+_JAVA_PACKAGE = re.compile(r"^\s*package\s+([\w.]+)\s*;", re.M)
+
+
+def java_package(source: str) -> str:
+    """The `package` of a Java source ("" for the default package)."""
+    m = _JAVA_PACKAGE.search(_STRINGS.sub('""', _COMMENTS.sub(" ", source)))
+    return m.group(1) if m else ""
+
+
+def java_main_class(source: str) -> str:
+    """The class to name the file after and to run: the public class, else the class that
+    declares `main`, else "Main"."""
+    code = _STRINGS.sub('""', _COMMENTS.sub(" ", source))
+    m = _JAVA_PUBLIC.search(code)
+    if m:
+        return m.group(1)
+    main = _JAVA_MAIN.search(code)
+    if main:
+        before = list(_JAVA_CLASS.finditer(code, 0, main.start()))
+        if before:
+            return before[-1].group(1)
+    m = _JAVA_CLASS.search(code)
+    return m.group(1) if m else "Main"

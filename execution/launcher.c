@@ -1,0 +1,965 @@
+/*
+ * Sandbox launcher: builds one sandbox (namespaces, private root, seccomp filter) per program,
+ * then runs each command sent to it in a fresh process inside that sandbox.
+ *
+ * Why a small C program: the per-test cost must stay near a bare fork+exec, which rules out
+ * building namespaces or cgroups per test, and pre-exec work (rlimits, uid switch, seccomp) must
+ * not run in the multi-threaded Python engine.
+ *
+ * Life cycle (root, the default):
+ *   1. unshare pid/net/ipc/uts(/cgroup) namespaces; fork; the child is pid 1 ("init"). The
+ *      outer process only waits for init, then removes the sandbox's cgroups and temporary files
+ *      (so a SIGKILLed engine leaves nothing behind).
+ *   2. init unshares its own mount namespace and builds a new root on a tmpfs: read-only binds
+ *      of the toolchain paths, read-write binds, a size-limited tmpfs work dir (/box) owned by
+ *      the sandbox uid, private /tmp, /dev, /proc; masks secret files; pivot_root; the old root
+ *      is detached.
+ *   3. init reads commands from fd 0 and answers one line per command on fd 1. It moves itself
+ *      into the command's cgroup set when the purpose changes (compile -> run), then forks a
+ *      child that inherits that cgroup, starts a new session, applies rlimits, drops every
+ *      capability, switches to the unprivileged uid, loads the seccomp filter and execs. init
+ *      (non-dumpable, OOM-exempt) waits on a signalfd (no busy polling) with a timeout derived
+ *      from the wall and CPU budgets; the CPU budget is checked against the cgroup's CPU
+ *      counter (all threads and children; /proc/<pid>/stat without cgroups). When the
+ *      main process ends, every other process of the sandbox is SIGKILLed (kill(-1) from pid 1
+ *      of the namespace) and reaped, so nothing survives a test.
+ *   4. EOF on fd 0 ends init, which tears the whole pid namespace down.
+ * Without root, a user namespace is created first (uid switch impossible: reported to Python).
+ *
+ * Command framing: "<decimal length>\n" followed by NUL-terminated tokens, each starting with a
+ * type letter: A argv element, E environment entry, C cwd, I/O/R stdin/stdout/stderr file names
+ * (relative to the io dir), G cgroup set index, L limit "name=value".
+ * Answer: one line of space-separated key=value pairs.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/securebits.h>
+#include <linux/seccomp.h>
+#ifdef HAVE_SECCOMP
+#include <seccomp.h>
+#endif
+
+#define MAXLIST 128
+#define MAXCG 8
+
+static const char *ro_paths[MAXLIST];
+static int n_ro;
+static const char *rw_paths[MAXLIST];
+static int n_rw;
+static const char *mask_paths[MAXLIST];
+static int n_mask;
+static const char *copies[MAXLIST]; /* "host_path:name" */
+static int n_copies;
+/* cgroup sets: index -> list of cgroup.procs paths; cpu counter per set */
+static const char *cg_procs_path[MAXCG][4];
+static int cg_procs_n[MAXCG];
+static int cg_procs_fd[MAXCG][4];
+static const char *cg_cpu_path[MAXCG];
+static int cg_cpu_fd[MAXCG];
+static int cg_cpu_v2[MAXCG];
+static int n_cgsets;
+
+static int opt_ns = 0, opt_userns = 0, opt_seccomp = 0, opt_box = 0;
+static long box_mb = 512;
+static uid_t run_uid = 0;
+static gid_t run_gid = 0;
+static int opt_setuid = 0;
+static const char *io_dir = NULL;
+static const char *cleanup_dirs[MAXLIST]; /* removed by the outer process when init is gone */
+static int n_cleanup;
+static const char *cleanup_tree = NULL;
+static const char *root_dir = NULL;
+static int io_fd = -1;
+static long ncpu = 1;
+
+static struct sock_fprog seccomp_prog;
+static int have_seccomp_prog = 0;
+
+static void die(const char *what) {
+    fprintf(stderr, "launcher: %s: %s\n", what, strerror(errno));
+    exit(111);
+}
+
+static void mkdirs(const char *path, mode_t mode) {
+    char buf[4096];
+    size_t len = strlen(path);
+    if (len >= sizeof(buf)) return;
+    memcpy(buf, path, len + 1);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            mkdir(buf, mode);
+            *p = '/';
+        }
+    }
+    mkdir(buf, mode);
+}
+
+static void touch_parent_and_file(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s", path);
+    char *slash = strrchr(buf, '/');
+    if (slash && slash != buf) {
+        *slash = 0;
+        mkdirs(buf, 0755);
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) close(fd);
+}
+
+/* Bind `src` at root_dir+src; symlinks are recreated instead of bound. */
+static void bind_path(const char *src, int readonly) {
+    char dst[4096];
+    struct stat st;
+    if (lstat(src, &st) != 0) return; /* optional path: silently absent */
+    snprintf(dst, sizeof(dst), "%s%s", root_dir, src);
+    if (S_ISLNK(st.st_mode)) {
+        char target[4096];
+        ssize_t n = readlink(src, target, sizeof(target) - 1);
+        if (n < 0) die("readlink");
+        target[n] = 0;
+        char parent[4096];
+        snprintf(parent, sizeof(parent), "%s", dst);
+        char *slash = strrchr(parent, '/');
+        if (slash) {
+            *slash = 0;
+            mkdirs(parent, 0755);
+        }
+        if (symlink(target, dst) != 0 && errno != EEXIST) die("symlink");
+        return;
+    }
+    if (S_ISDIR(st.st_mode))
+        mkdirs(dst, 0755);
+    else
+        touch_parent_and_file(dst);
+    if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) != 0) die("bind mount");
+    unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV;
+    if (readonly) fl |= MS_RDONLY;
+    if (mount(NULL, dst, NULL, fl, NULL) != 0) {
+        /* inside a user namespace locked flags (nodev...) may refuse a change; keep ro at least */
+        fl = MS_BIND | MS_REMOUNT | (readonly ? MS_RDONLY : 0);
+        if (mount(NULL, dst, NULL, fl | MS_NOSUID | MS_NODEV, NULL) != 0 &&
+            mount(NULL, dst, NULL, fl, NULL) != 0)
+            die("remount bind");
+    }
+}
+
+static void copy_into_box(const char *spec) {
+    char host[4096];
+    snprintf(host, sizeof(host), "%s", spec);
+    char *colon = strrchr(host, ':');
+    if (!colon) {
+        errno = EINVAL;
+        die("copy spec");
+    }
+    *colon = 0;
+    const char *name = colon + 1;
+    char dst[4096];
+    snprintf(dst, sizeof(dst), "%s/box/%s", root_dir, name);
+    int in = open(host, O_RDONLY | O_CLOEXEC);
+    if (in < 0) die("open copy source");
+    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) die("open copy target");
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof(buf))) > 0) {
+        ssize_t off = 0;
+        while (off < n) {
+            ssize_t w = write(out, buf + off, n - off);
+            if (w < 0) die("write copy");
+            off += w;
+        }
+    }
+    if (n < 0) die("read copy");
+    if (opt_setuid && fchown(out, run_uid, run_gid) != 0) die("chown copy");
+    close(in);
+    close(out);
+}
+
+static void write_file(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) die(path);
+    if (write(fd, text, strlen(text)) < 0) die(path);
+    close(fd);
+}
+
+static void bind_dev(const char *name) {
+    char src[256], dst[4096];
+    snprintf(src, sizeof(src), "/dev/%s", name);
+    snprintf(dst, sizeof(dst), "%s/dev/%s", root_dir, name);
+    touch_parent_and_file(dst);
+    if (mount(src, dst, NULL, MS_BIND, NULL) != 0) die("bind dev");
+}
+
+static void build_root(void) {
+    char p[4096];
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die("make / private");
+    if (mount("sbx", root_dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m") != 0)
+        die("mount root tmpfs");
+    /* private /tmp first, so that binds of paths below /tmp stay visible on top of it */
+    snprintf(p, sizeof(p), "%s/tmp", root_dir);
+    mkdirs(p, 01777);
+    if (mount("tmp", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m,nr_inodes=4096") != 0)
+        die("mount /tmp");
+    for (int i = 0; i < n_ro; i++) bind_path(ro_paths[i], 1);
+    for (int i = 0; i < n_rw; i++) bind_path(rw_paths[i], 0);
+    if (opt_box) {
+        char opts[128];
+        snprintf(p, sizeof(p), "%s/box", root_dir);
+        mkdirs(p, 0755);
+        snprintf(opts, sizeof(opts), "mode=0700,size=%ldm,nr_inodes=16384,uid=%u,gid=%u", box_mb,
+                 (unsigned)run_uid, (unsigned)run_gid);
+        if (mount("box", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0) die("mount /box");
+        for (int i = 0; i < n_copies; i++) copy_into_box(copies[i]);
+    }
+    snprintf(p, sizeof(p), "%s/dev", root_dir);
+    mkdirs(p, 0755);
+    if (mount("dev", p, "tmpfs", MS_NOSUID, "mode=0755,size=64k") != 0) die("mount /dev");
+    bind_dev("null");
+    bind_dev("zero");
+    bind_dev("full");
+    bind_dev("random");
+    bind_dev("urandom");
+    snprintf(p, sizeof(p), "%s/dev/shm", root_dir);
+    mkdirs(p, 01777);
+    if (mount("shm", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m") != 0)
+        die("mount /dev/shm");
+    snprintf(p, sizeof(p), "%s/dev/fd", root_dir);
+    if (symlink("/proc/self/fd", p) != 0) die("symlink fd");
+    snprintf(p, sizeof(p), "%s/dev/stdin", root_dir);
+    if (symlink("/proc/self/fd/0", p) != 0) die("symlink stdin");
+    snprintf(p, sizeof(p), "%s/dev/stdout", root_dir);
+    if (symlink("/proc/self/fd/1", p) != 0) die("symlink stdout");
+    snprintf(p, sizeof(p), "%s/dev/stderr", root_dir);
+    if (symlink("/proc/self/fd/2", p) != 0) die("symlink stderr");
+    snprintf(p, sizeof(p), "%s/proc", root_dir);
+    mkdirs(p, 0555);
+    if (mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0) die("mount /proc");
+    for (int i = 0; i < n_mask; i++) {
+        struct stat st;
+        snprintf(p, sizeof(p), "%s%s", root_dir, mask_paths[i]);
+        if (stat(p, &st) != 0) continue;
+        if (S_ISDIR(st.st_mode)) {
+            if (mount("mask", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0") !=
+                0)
+                die("mask dir");
+        } else if (mount("/dev/null", p, NULL, MS_BIND, NULL) != 0) {
+            die("mask file");
+        }
+    }
+    snprintf(p, sizeof(p), "%s/.old", root_dir);
+    mkdirs(p, 0700);
+    if (syscall(SYS_pivot_root, root_dir, p) != 0) die("pivot_root");
+    if (chdir("/") != 0) die("chdir /");
+    if (umount2("/.old", MNT_DETACH) != 0) die("umount old root");
+    rmdir("/.old");
+    if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0)
+        die("remount / read-only");
+}
+
+#ifdef HAVE_SECCOMP
+static void add_errno(scmp_filter_ctx ctx, int err, const char *name) {
+    int nr = seccomp_syscall_resolve_name(name);
+    if (nr == __NR_SCMP_ERROR) return; /* not on this arch/kernel headers */
+    if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), nr, 0) != 0) {
+        fprintf(stderr, "launcher: seccomp rule %s failed\n", name);
+        exit(111);
+    }
+}
+
+static void build_seccomp(void) {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (!ctx) die("seccomp_init");
+    static const char *denied[] = {
+        "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root",
+        "chroot", "bpf", "keyctl", "add_key", "request_key", "unshare", "setns",
+        "perf_event_open", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+        "delete_module", "open_by_handle_at", "name_to_handle_at", "userfaultfd",
+        "fanotify_init", "swapon", "swapoff", "reboot", "syslog", "acct", "quotactl",
+        "lookup_dcookie", "iopl", "ioperm", "vhangup", "settimeofday", "clock_settime",
+        "clock_adjtime", "adjtimex", "fsopen", "fsmount", "fspick", "open_tree", "move_mount",
+        "mount_setattr", "personality", NULL};
+    for (int i = 0; denied[i]; i++) add_errno(ctx, EPERM, denied[i]);
+    /* io_uring bypasses seccomp for the operations it performs; clone3's flags live in a struct
+       seccomp cannot inspect. ENOSYS makes libc and runtimes fall back to plain syscalls. */
+    add_errno(ctx, ENOSYS, "io_uring_setup");
+    add_errno(ctx, ENOSYS, "io_uring_enter");
+    add_errno(ctx, ENOSYS, "io_uring_register");
+    add_errno(ctx, ENOSYS, "clone3");
+    /* sockets: only AF_UNIX */
+    if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+                         SCMP_A0(SCMP_CMP_NE, AF_UNIX)) != 0 ||
+        seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 1,
+                         SCMP_A0(SCMP_CMP_NE, AF_UNIX)) != 0) {
+        fprintf(stderr, "launcher: seccomp socket rule failed\n");
+        exit(111);
+    }
+    /* clone with any namespace flag */
+    static const unsigned long nsflags[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,
+                                            CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+                                            CLONE_NEWCGROUP, 0};
+    for (int i = 0; nsflags[i]; i++) {
+        if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, nsflags[i], nsflags[i])) != 0) {
+            fprintf(stderr, "launcher: seccomp clone rule failed\n");
+            exit(111);
+        }
+    }
+    /* the children set no_new_privs themselves, right before loading the exported program */
+    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+    /* export once; each child only runs prctl() on the ready program */
+    int pfd[2];
+    if (pipe(pfd) != 0) die("pipe");
+    if (seccomp_export_bpf(ctx, pfd[1]) != 0) {
+        fprintf(stderr, "launcher: seccomp export failed\n");
+        exit(111);
+    }
+    close(pfd[1]);
+    static unsigned char buf[1 << 16];
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(pfd[0], buf + len, sizeof(buf) - len)) > 0) len += (size_t)n;
+    close(pfd[0]);
+    seccomp_release(ctx);
+    seccomp_prog.len = (unsigned short)(len / sizeof(struct sock_filter));
+    seccomp_prog.filter = (struct sock_filter *)buf;
+    have_seccomp_prog = 1;
+}
+#endif
+
+/* ---------- command handling ---------- */
+
+struct command {
+    char *argv[1024];
+    int argc;
+    char *envp[256];
+    int envc;
+    const char *cwd, *in, *out, *err;
+    int cgset;
+    double cpu_s, wall_s;
+    long long fsize, nofile, nproc, stack, as;
+};
+
+static int read_full(int fd, char *buf, size_t len) {
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = read(fd, buf + off, len - off);
+        if (n == 0) return 0;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        off += (size_t)n;
+    }
+    return 1;
+}
+
+static char *cmdbuf = NULL;
+
+/* returns 1 on a command, 0 on EOF */
+static int read_command(struct command *c) {
+    char header[32];
+    size_t h = 0;
+    for (;;) {
+        ssize_t n = read(0, header + h, 1);
+        if (n == 0) return 0;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            die("read header");
+        }
+        if (header[h] == '\n') break;
+        if (++h >= sizeof(header) - 1) {
+            errno = EINVAL;
+            die("header");
+        }
+    }
+    header[h] = 0;
+    size_t len = strtoul(header, NULL, 10);
+    free(cmdbuf);
+    cmdbuf = malloc(len + 1);
+    if (!cmdbuf) die("malloc");
+    if (read_full(0, cmdbuf, len) != 1) die("read command");
+    cmdbuf[len] = 0;
+    memset(c, 0, sizeof(*c));
+    c->cwd = "/";
+    c->cpu_s = 10;
+    c->wall_s = 30;
+    c->fsize = 64LL << 20;
+    c->nofile = 256;
+    c->nproc = 128;
+    c->stack = 256LL << 20;
+    for (size_t i = 0; i < len;) {
+        char *tok = cmdbuf + i;
+        size_t tl = strlen(tok);
+        i += tl + 1;
+        if (tl == 0) continue;
+        char type = tok[0];
+        char *v = tok + 1;
+        switch (type) {
+        case 'A':
+            if (c->argc < 1023) c->argv[c->argc++] = v;
+            break;
+        case 'E':
+            if (c->envc < 255) c->envp[c->envc++] = v;
+            break;
+        case 'C': c->cwd = v; break;
+        case 'I': c->in = v; break;
+        case 'O': c->out = v; break;
+        case 'R': c->err = v; break;
+        case 'G': c->cgset = atoi(v); break;
+        case 'L': {
+            char *eq = strchr(v, '=');
+            if (!eq) break;
+            *eq = 0;
+            const char *k = v, *val = eq + 1;
+            if (!strcmp(k, "cpu")) c->cpu_s = atof(val);
+            else if (!strcmp(k, "wall")) c->wall_s = atof(val);
+            else if (!strcmp(k, "fsize")) c->fsize = atoll(val);
+            else if (!strcmp(k, "nofile")) c->nofile = atoll(val);
+            else if (!strcmp(k, "nproc")) c->nproc = atoll(val);
+            else if (!strcmp(k, "stack")) c->stack = atoll(val);
+            else if (!strcmp(k, "as")) c->as = atoll(val);
+            break;
+        }
+        }
+    }
+    c->argv[c->argc] = NULL;
+    c->envp[c->envc] = NULL;
+    return 1;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds consumed by a cgroup set, or -1 */
+static double cg_cpu(int set) {
+    if (set < 0 || set >= n_cgsets || cg_cpu_fd[set] < 0) return -1;
+    char buf[4096];
+    ssize_t n = pread(cg_cpu_fd[set], buf, sizeof(buf) - 1, 0);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    if (!cg_cpu_v2[set]) return strtoull(buf, NULL, 10) / 1e9; /* cpuacct.usage: ns */
+    char *p = strstr(buf, "usage_usec ");
+    if (!p) return -1;
+    return strtoull(p + 11, NULL, 10) / 1e6;
+}
+
+/* CPU seconds of one process (all its threads and its waited-for children) from /proc; the
+   fallback when there is no cgroup CPU counter. */
+static double proc_cpu(pid_t pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the command name may contain spaces */
+    if (!p) return -1;
+    unsigned long long v[4] = {0, 0, 0, 0};
+    /* after ")": state(3) ppid ... utime(14) stime(15) cutime(16) cstime(17) */
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &v[0],
+               &v[1], &v[2], &v[3]) != 4)
+        return -1;
+    return (double)(v[0] + v[1] + v[2] + v[3]) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* No capability survives into the program: empty bounding and ambient sets and, in a user
+   namespace where the program stays uid 0, securebits so that exec grants none either. */
+static int drop_capabilities(void) {
+    if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                                     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED,
+              0, 0, 0) != 0)
+        return -1;
+    for (int cap = 0; cap <= 63; cap++) {
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) return -1;
+    }
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    return 0;
+}
+
+/* last step, after the uid switch (which needs CAP_SETUID): empty every capability set */
+static int clear_capabilities(void) {
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof(data));
+    return (int)syscall(SYS_capset, &hdr, data);
+}
+
+static void set_rlim(int res, long long v) {
+    struct rlimit rl = {(rlim_t)v, (rlim_t)v};
+    setrlimit(res, &rl);
+}
+
+/* The cgroup set init currently belongs to. Children inherit it at fork, so init moves itself
+   once per purpose (compile, then run) instead of migrating every test process: a cgroup v1
+   migration waits for an RCU grace period, which costs milliseconds on a loaded machine. */
+static int cur_set = -1;
+
+static int enter_cgset(int set) {
+    if (set == cur_set || set < 0 || set >= n_cgsets) return 0;
+    for (int i = 0; i < cg_procs_n[set]; i++)
+        if (write(cg_procs_fd[set][i], "0", 1) != 1) return -1;
+    cur_set = set;
+    return 0;
+}
+
+static void child_exec(struct command *c, int in_fd, int out_fd, int err_fd, int errpipe) {
+    /* init is exempt from the OOM killer; the program must not be */
+    int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (oom >= 0) {
+        if (write(oom, "0", 1) < 0) {
+        }
+        close(oom);
+    }
+    setsid();
+    if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) _exit(127);
+    /* every other descriptor of init is close-on-exec except the error pipe (also CLOEXEC) */
+    if (chdir(c->cwd) != 0) {
+        dprintf(errpipe, "chdir %s: %s", c->cwd, strerror(errno));
+        _exit(127);
+    }
+    struct rlimit cpu = {(rlim_t)(c->cpu_s + 1.999), (rlim_t)(c->cpu_s + 2.999)};
+    setrlimit(RLIMIT_CPU, &cpu);
+    set_rlim(RLIMIT_FSIZE, c->fsize);
+    set_rlim(RLIMIT_NOFILE, c->nofile);
+    set_rlim(RLIMIT_NPROC, c->nproc);
+    set_rlim(RLIMIT_CORE, 0);
+    set_rlim(RLIMIT_STACK, c->stack);
+    set_rlim(RLIMIT_MEMLOCK, 0);
+    set_rlim(RLIMIT_MSGQUEUE, 0);
+    if (c->as > 0) set_rlim(RLIMIT_AS, c->as);
+    if (opt_setuid) {
+        if (setgroups(0, NULL) != 0 || setresgid(run_gid, run_gid, run_gid) != 0) {
+            dprintf(errpipe, "setgid: %s", strerror(errno));
+            _exit(127);
+        }
+    }
+    if (opt_ns && drop_capabilities() != 0) {
+        dprintf(errpipe, "drop capabilities: %s", strerror(errno));
+        _exit(127);
+    }
+    if (opt_setuid && setresuid(run_uid, run_uid, run_uid) != 0) {
+        dprintf(errpipe, "setuid: %s", strerror(errno));
+        _exit(127);
+    }
+    if (opt_ns && clear_capabilities() != 0) {
+        dprintf(errpipe, "clear capabilities: %s", strerror(errno));
+        _exit(127);
+    }
+    if (have_seccomp_prog) {
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+            prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &seccomp_prog) != 0) {
+            dprintf(errpipe, "seccomp: %s", strerror(errno));
+            _exit(127);
+        }
+    }
+    environ = c->envp;
+    execvp(c->argv[0], c->argv);
+    dprintf(errpipe, "exec %s: %s", c->argv[0], strerror(errno));
+    _exit(127);
+}
+
+static int sfd = -1;
+
+static int cur_set;
+
+/* Without a pid namespace: SIGKILL every process listed in the current cgroup set but us. */
+static void kill_cgroup_members(void) {
+    if (cur_set < 0 || cg_procs_n[cur_set] == 0) return;
+    int fd = cg_procs_fd[cur_set][0];
+    pid_t self = getpid();
+    for (int round = 0; round < 50; round++) {
+        char buf[65536];
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        if (n <= 0) return;
+        buf[n] = 0;
+        int others = 0;
+        for (char *p = buf; *p;) {
+            char *end;
+            long pid = strtol(p, &end, 10);
+            if (end == p) break;
+            if (pid > 0 && pid != self) {
+                kill((pid_t)pid, SIGKILL);
+                others++;
+            }
+            p = end;
+            while (*p == '\n') p++;
+        }
+        if (!others) return;
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+        usleep(1000);
+    }
+}
+
+static void kill_everything(pid_t main_pid) {
+    if (getpid() == 1) {
+        kill(-1, SIGKILL); /* every process of this pid namespace but init */
+        return;
+    }
+    if (main_pid > 0) {
+        kill(-main_pid, SIGKILL); /* fallback: its session/process group */
+        kill(main_pid, SIGKILL);
+    }
+    kill_cgroup_members(); /* and whatever left the group but not the cgroup */
+}
+
+static void reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void reply(const char *fmt, ...) {
+    char buf[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf) - 2, fmt, ap);
+    va_end(ap);
+    if (n < 0) n = 0;
+    if (n > (int)sizeof(buf) - 2) n = sizeof(buf) - 2;
+    buf[n++] = '\n';
+    ssize_t off = 0;
+    while (off < n) {
+        ssize_t w = write(1, buf + off, n - off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            exit(112);
+        }
+        off += w;
+    }
+}
+
+static void sanitize(char *s) {
+    for (; *s; s++)
+        if (*s == ' ' || *s == '\n' || *s == '\r' || *s == '\t') *s = '_';
+}
+
+static void run_command(struct command *c) {
+    if (c->argc == 0) {
+        reply("error=empty_argv");
+        return;
+    }
+    int in_fd = c->in ? openat(io_fd, c->in, O_RDONLY | O_CLOEXEC) : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int out_fd = c->out ? openat(io_fd, c->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
+                        : open("/dev/null", O_WRONLY | O_CLOEXEC);
+    int err_fd = c->err ? openat(io_fd, c->err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
+                        : open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (in_fd < 0 || out_fd < 0 || err_fd < 0) {
+        char msg[256];
+        snprintf(msg, sizeof(msg), "io_open:%s", strerror(errno));
+        sanitize(msg);
+        reply("error=%s", msg);
+        if (in_fd >= 0) close(in_fd);
+        if (out_fd >= 0) close(out_fd);
+        if (err_fd >= 0) close(err_fd);
+        return;
+    }
+    if (enter_cgset(c->cgset) != 0) {
+        char msg[256];
+        snprintf(msg, sizeof(msg), "cgroup_join:%s", strerror(errno));
+        sanitize(msg);
+        reply("error=%s", msg);
+        close(in_fd);
+        close(out_fd);
+        close(err_fd);
+        return;
+    }
+    int ep[2];
+    if (pipe2(ep, O_CLOEXEC) != 0) die("pipe2");
+    double cpu0 = cg_cpu(c->cgset);
+    double t0 = now_s();
+    pid_t pid = fork();
+    if (pid < 0) {
+        reply("error=fork:%d", errno);
+        close(in_fd);
+        close(out_fd);
+        close(err_fd);
+        close(ep[0]);
+        close(ep[1]);
+        return;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        close(ep[0]);
+        child_exec(c, in_fd, out_fd, err_fd, ep[1]);
+    }
+    close(ep[1]);
+    close(in_fd);
+    close(out_fd);
+    close(err_fd);
+
+    const char *killed = "none";
+    int status = 0, have_main = 0;
+    struct rusage ru_main;
+    memset(&ru_main, 0, sizeof(ru_main));
+    double wall_deadline = t0 + c->wall_s;
+    for (;;) {
+        /* reap whatever has exited */
+        for (;;) {
+            int st;
+            struct rusage ru;
+            pid_t w = wait4(-1, &st, WNOHANG, &ru);
+            if (w <= 0) break;
+            if (w == pid) {
+                status = st;
+                ru_main = ru;
+                have_main = 1;
+            }
+        }
+        if (have_main) break;
+        double now = now_s();
+        double timeout = wall_deadline - now;
+        if (strcmp(killed, "none") != 0) {
+            /* already over a limit: kill again, then wait for the SIGCHLD without spinning */
+            kill(pid, SIGKILL);
+            kill_everything(pid);
+            timeout = 0.01;
+        } else if (timeout <= 0) {
+            killed = "wall";
+            continue;
+        } else {
+            double used = cg_cpu(c->cgset);
+            if (used >= 0 && cpu0 >= 0) used -= cpu0;
+            else used = proc_cpu(pid);
+            if (used > c->cpu_s) {
+                killed = "cpu";
+                continue;
+            }
+            if (used >= 0) {
+                /* CPU time cannot grow faster than ncpu seconds per second: sleep until the
+                   earliest moment the budget could be exhausted */
+                double until_cpu = (c->cpu_s - used) / (double)ncpu;
+                if (until_cpu < 0.005) until_cpu = 0.005;
+                if (until_cpu < timeout) timeout = until_cpu;
+            }
+        }
+        struct pollfd pfd = {sfd, POLLIN, 0};
+        int ms = (int)(timeout * 1000.0) + 1;
+        int r = poll(&pfd, 1, ms);
+        if (r > 0) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+            }
+        }
+    }
+    double wall = now_s() - t0;
+    double cpu1 = cg_cpu(c->cgset);
+    /* nothing of the program outlives its main process: kill and reap everything, bounded in
+       time (a process stuck in the kernel must not hang the sandbox) */
+    kill_everything(pid);
+    double reap_deadline = now_s() + 2.0;
+    for (;;) {
+        int st;
+        pid_t w;
+        while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+        }
+        if (w < 0 || getpid() != 1) break; /* ECHILD: all gone */
+        if (now_s() > reap_deadline) break;
+        kill_everything(pid);
+        struct pollfd pfd = {sfd, POLLIN, 0};
+        if (poll(&pfd, 1, 10) > 0) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+            }
+        }
+    }
+    char errbuf[512];
+    ssize_t en = read(ep[0], errbuf, sizeof(errbuf) - 1);
+    close(ep[0]);
+    if (en < 0) en = 0;
+    errbuf[en] = 0;
+    sanitize(errbuf);
+    double ru_cpu = ru_main.ru_utime.tv_sec + ru_main.ru_utime.tv_usec / 1e6 +
+                    ru_main.ru_stime.tv_sec + ru_main.ru_stime.tv_usec / 1e6;
+    double cgcpu = (cpu0 >= 0 && cpu1 >= 0) ? cpu1 - cpu0 : -1;
+    int exited = WIFEXITED(status), code = exited ? WEXITSTATUS(status) : -1;
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    reply("exited=%d code=%d signal=%d cpu=%.6f cgcpu=%.6f wall=%.6f maxrss_kb=%ld killed=%s "
+          "error=%s",
+          exited, code, sig, ru_cpu, cgcpu, wall, ru_main.ru_maxrss, killed,
+          en > 0 ? errbuf : "");
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)ftw;
+    if (flag == FTW_DP) rmdir(path);
+    else unlink(path);
+    return 0;
+}
+
+static void cleanup(void) {
+    for (int i = 0; i < n_cleanup; i++) {
+        for (int attempt = 0; attempt < 100; attempt++) {
+            if (rmdir(cleanup_dirs[i]) == 0 || errno == ENOENT) break;
+            usleep(2000 * (attempt < 10 ? attempt + 1 : 10));
+        }
+    }
+    if (cleanup_tree) nftw(cleanup_tree, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+static void usage(void) {
+    fprintf(stderr, "launcher: bad arguments\n");
+    exit(2);
+}
+
+static void serve(void) {
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sfd < 0) die("signalfd");
+    if (getpid() != 1) prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    /* init may sit in the program's memory cgroup: never let the OOM killer pick it */
+    int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (oom >= 0) {
+        if (write(oom, "-1000", 5) < 0) {
+        }
+        close(oom);
+    }
+    /* /proc/1/{mem,fd,environ} of init stay out of reach even for a same-uid program
+       (rootless mode), since it would need CAP_SYS_PTRACE, which programs never have */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    reply("ready=1 pid1=%d seccomp=%d", getpid() == 1, have_seccomp_prog);
+    struct command c;
+    while (read_command(&c)) run_command(&c);
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--ns")) opt_ns = 1;
+        else if (!strcmp(a, "--userns")) opt_userns = 1;
+        else if (!strcmp(a, "--seccomp")) opt_seccomp = 1;
+        else if (!strcmp(a, "--box")) opt_box = 1;
+        else if (!v) usage();
+        else if (!strcmp(a, "--box-mb")) box_mb = atol(v), i++;
+        else if (!strcmp(a, "--ro")) { if (n_ro < MAXLIST) ro_paths[n_ro++] = v; i++; }
+        else if (!strcmp(a, "--rw")) { if (n_rw < MAXLIST) rw_paths[n_rw++] = v; i++; }
+        else if (!strcmp(a, "--mask")) { if (n_mask < MAXLIST) mask_paths[n_mask++] = v; i++; }
+        else if (!strcmp(a, "--copy")) { if (n_copies < MAXLIST) copies[n_copies++] = v; i++; }
+        else if (!strcmp(a, "--io")) io_dir = v, i++;
+        else if (!strcmp(a, "--cleanup-cgroup")) { if (n_cleanup < MAXLIST) cleanup_dirs[n_cleanup++] = v; i++; }
+        else if (!strcmp(a, "--cleanup-tree")) cleanup_tree = v, i++;
+        else if (!strcmp(a, "--root")) root_dir = v, i++;
+        else if (!strcmp(a, "--uid")) run_uid = (uid_t)atol(v), opt_setuid = 1, i++;
+        else if (!strcmp(a, "--gid")) run_gid = (gid_t)atol(v), i++;
+        else if (!strcmp(a, "--ncpu")) ncpu = atol(v), i++;
+        else if (!strcmp(a, "--cg")) {
+            /* SET:PATH/cgroup.procs */
+            int set = atoi(v);
+            const char *path = strchr(v, ':');
+            if (!path || set < 0 || set >= MAXCG || cg_procs_n[set] >= 4) usage();
+            cg_procs_path[set][cg_procs_n[set]++] = path + 1;
+            if (set + 1 > n_cgsets) n_cgsets = set + 1;
+            i++;
+        } else if (!strcmp(a, "--cgcpu") || !strcmp(a, "--cgcpu2")) {
+            int set = atoi(v);
+            const char *path = strchr(v, ':');
+            if (!path || set < 0 || set >= MAXCG) usage();
+            cg_cpu_path[set] = path + 1;
+            cg_cpu_v2[set] = !strcmp(a, "--cgcpu2");
+            if (set + 1 > n_cgsets) n_cgsets = set + 1;
+            i++;
+        } else usage();
+    }
+    if (ncpu < 1) ncpu = 1;
+    if (!io_dir) usage();
+    io_fd = open(io_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (io_fd < 0) die("open io dir");
+    for (int s = 0; s < MAXCG; s++) {
+        cg_cpu_fd[s] = -1;
+        for (int i = 0; i < cg_procs_n[s]; i++) {
+            cg_procs_fd[s][i] = open(cg_procs_path[s][i], O_RDWR | O_CLOEXEC);
+            if (cg_procs_fd[s][i] < 0) die(cg_procs_path[s][i]);
+        }
+        if (cg_cpu_path[s]) {
+            cg_cpu_fd[s] = open(cg_cpu_path[s], O_RDONLY | O_CLOEXEC);
+            if (cg_cpu_fd[s] < 0) die(cg_cpu_path[s]);
+        }
+    }
+#ifdef HAVE_SECCOMP
+    if (opt_seccomp) build_seccomp();
+#else
+    if (opt_seccomp) {
+        fprintf(stderr, "launcher: built without libseccomp\n");
+        exit(111);
+    }
+#endif
+    if (opt_ns) {
+        if (!root_dir) usage();
+        uid_t ouid = getuid();
+        gid_t ogid = getgid();
+        /* the mount namespace is created by init alone: the outer process keeps the host's
+           view so that it can clean up after the sandbox (pivot_root would move it too) */
+        int flags = CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+        if (opt_userns) flags |= CLONE_NEWUSER;
+        if (unshare(flags | CLONE_NEWCGROUP) != 0 && unshare(flags) != 0) die("unshare");
+        if (opt_userns) {
+            char map[64];
+            int fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
+            if (fd >= 0) {
+                if (write(fd, "deny", 4) < 0) die("setgroups deny");
+                close(fd);
+            }
+            snprintf(map, sizeof(map), "0 %u 1", (unsigned)ouid);
+            write_file("/proc/self/uid_map", map);
+            snprintf(map, sizeof(map), "0 %u 1", (unsigned)ogid);
+            write_file("/proc/self/gid_map", map);
+        }
+        pid_t pid1 = fork();
+        if (pid1 < 0) die("fork init");
+        if (pid1 > 0) {
+            /* outer process: waits for the sandbox's end, then removes its cgroups and work
+               files, so that nothing is left behind even when the engine was SIGKILLed */
+            int st = 0;
+            signal(SIGINT, SIG_IGN);
+            signal(SIGTERM, SIG_IGN);
+            signal(SIGHUP, SIG_IGN);
+            signal(SIGPIPE, SIG_IGN);
+            while (waitpid(pid1, &st, 0) < 0 && errno == EINTR) {
+            }
+            /* a failed setup (exit 111) leaves the files to the engine, which may retry */
+            if (!(WIFEXITED(st) && WEXITSTATUS(st) == 111)) cleanup();
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 113;
+        }
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (unshare(CLONE_NEWNS) != 0) die("unshare mount namespace");
+        sethostname("box", 3);
+        build_root();
+    } else if (root_dir) {
+        usage();
+    }
+    serve();
+    return 0;
+}

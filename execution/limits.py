@@ -1,0 +1,70 @@
+"""Resource limits of one sandboxed command, all explicit.
+
+Every limit below is enforced by a named mechanism (see `execution/README.md`):
+
+- `cpu_s`: CPU time (user + system) of ALL processes and threads of the command, measured on the
+  sandbox's cgroup CPU counter and enforced by the sandbox's init (plus RLIMIT_CPU per process as
+  a safety net). For a judged test this is the problem's limit times the runtime's time factor.
+- `wall_s`: wall-clock limit for programs that sleep or block; a few times `cpu_s`.
+- `memory_mb`: memory cgroup limit (resident memory incl. tmpfs and page cache of the command);
+  exceeding it OOM-kills the program -> MEMORY_LIMIT_EXCEEDED. Without cgroups, RLIMIT_AS of
+  `memory_mb + as_headroom_mb` is the documented, weaker fallback.
+- `output_bytes`: cap on stdout and stderr (bytes kept); also RLIMIT_FSIZE, the largest file the
+  command may write anywhere (a bigger write raises SIGXFSZ).
+- `processes`: pids cgroup cap (and RLIMIT_NPROC, per sandbox uid) on processes + threads.
+- `open_files`: RLIMIT_NOFILE.
+- `stack_mb`: RLIMIT_STACK (the main thread's stack; recursion past it is a SIGSEGV).
+- Core dumps are always off (RLIMIT_CORE = 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    cpu_s: float = 2.0
+    wall_s: float | None = None  # None: derived from cpu_s, see `wall`
+    memory_mb: int = 256
+    output_bytes: int = 64 * MB
+    processes: int = 128
+    open_files: int = 256
+    stack_mb: int | None = None  # None: the memory limit (Codeforces-style big stack)
+    as_headroom_mb: int = 0  # extra address space when RLIMIT_AS is the memory fallback
+
+    @property
+    def wall(self) -> float:
+        """Wall-clock limit: explicit, or 3x the CPU limit + 1 s (start-up, noisy neighbours)."""
+        return self.wall_s if self.wall_s is not None else 3.0 * self.cpu_s + 1.0
+
+    @property
+    def stack_bytes(self) -> int:
+        return (self.stack_mb if self.stack_mb is not None else self.memory_mb) * MB
+
+    def scaled(self, **changes: object) -> Limits:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+#: Limits of a compilation (compilers are big JVM/Go/Rust processes; a compile that exceeds
+#: these is a COMPILATION_ERROR, e.g. `#include "/dev/urandom"`).
+COMPILE_LIMITS = Limits(
+    cpu_s=60.0,
+    wall_s=120.0,
+    memory_mb=1024,  # JVM-based compilers get more via `compile_memory_mb` in the registry
+    output_bytes=8 * MB,
+    processes=256,
+    open_files=1024,
+    stack_mb=64,
+    as_headroom_mb=16384,
+)
+
+
+def run_limits(
+    time_limit_s: float, memory_mb: int, time_factor: float, as_headroom_mb: int = 0
+) -> Limits:
+    """Limits of one judged test: the problem's limits scaled by the runtime's time factor."""
+    cpu = max(0.05, float(time_limit_s) * float(time_factor))
+    return Limits(cpu_s=cpu, memory_mb=int(memory_mb), as_headroom_mb=as_headroom_mb)

@@ -1,0 +1,239 @@
+"""Judge one program: compile once inside its sandbox, then one fresh process per test.
+
+Verdict of a test, in this order (first match wins):
+  sandbox failure -> INFRA_ERROR;  OOM kill in the run cgroup -> MEMORY_LIMIT_EXCEEDED;
+  CPU or wall limit hit -> TIME_LIMIT_EXCEEDED;  stdout/stderr past the cap ->
+  OUTPUT_LIMIT_EXCEEDED;  killed by a signal -> RUNTIME_ERROR (signal named, e.g. SIGSEGV,
+  SIGXFSZ);  non-zero exit -> RUNTIME_ERROR (code named);  else the comparator decides
+  PASSED / WRONG_ANSWER. MLE is never inferred from stderr text, and a silent crash is a
+  RUNTIME_ERROR, not an MLE.
+The program's verdict is the first failing test's verdict (or PASSED); with stop_on_first_fail
+the remaining tests are not run.
+"""
+
+from __future__ import annotations
+
+from execution.compare import outputs_match
+from execution.compile_cache import CompileCache, CompiledEntry, compile_key
+from execution.languages import Runtime, java_main_class, java_package
+from execution.limits import COMPILE_LIMITS, MB, Limits, run_limits
+from execution.sandbox import CommandOutcome, Sandbox, SandboxError, default_env
+from execution.types import CompileResult, Job, Result, TestResult, Verdict
+
+#: characters of stdout/stderr kept in results (reporting only; comparison sees everything)
+REPORT_CHARS = 2000
+COMPILE_REPORT_CHARS = 4000
+
+
+def _text(data: bytes, limit: int) -> str:
+    return data[:limit].decode("utf-8", errors="replace")
+
+
+def source_layout(runtime: Runtime, source_code: str) -> dict[str, str]:
+    """Template values for a program: its file name and, for Java, its main class."""
+    values = {"class": "Main", "main_class": "Main"}
+    if "{class}" in runtime.source or any("{main_class}" in a for a in runtime.run):
+        cls = java_main_class(source_code)
+        pkg = java_package(source_code)
+        values["class"] = cls
+        values["main_class"] = f"{pkg}.{cls}" if pkg else cls
+    values["source"] = runtime.source.format(**values)
+    return values
+
+
+def test_verdict(out: CommandOutcome) -> tuple[Verdict | None, str]:
+    """Verdict from how the process ended; None means "compare the output"."""
+    if out.error:
+        return Verdict.INFRA_ERROR, f"sandbox: {out.error}"
+    if out.memory_exceeded:
+        return Verdict.MEMORY_LIMIT_EXCEEDED, "killed by the memory cgroup (OOM)"
+    if out.timed_out:
+        return Verdict.TIME_LIMIT_EXCEEDED, f"{out.timeout_kind or 'cpu'} time limit"
+    if out.output_exceeded:
+        return Verdict.OUTPUT_LIMIT_EXCEEDED, "output limit exceeded"
+    if out.signal:
+        return Verdict.RUNTIME_ERROR, f"killed by {out.signal}"
+    if out.exit_code != 0:
+        return Verdict.RUNTIME_ERROR, f"exit code {out.exit_code}"
+    return None, ""
+
+
+def judge_with(
+    runtime: Runtime,
+    job: Job,
+    comparator: str | None = None,
+    compiled: CompileCache | None = None,
+) -> Result:
+    """Judge `job` with `runtime` (already resolved and available); `compiled` caches
+    compilations across jobs."""
+    mode = comparator or job.comparator
+    values = source_layout(runtime, job.source_code)
+    values["memory_mb"] = str(job.memory_limit_mb)
+    values["stack_mb"] = str(job.memory_limit_mb)
+    result = Result(verdict=Verdict.PASSED, runtime=runtime.info(), id=job.id)
+    limits = run_limits(
+        job.time_limit_s, job.memory_limit_mb, runtime.time_factor, runtime.as_headroom_mb
+    )
+    try:
+        sandbox = Sandbox(
+            ro_paths=runtime.extra_ro_paths,
+            files={values["source"]: job.source_code.encode("utf-8", "surrogatepass")},
+            purposes=("compile", "run"),
+        )
+    except (SandboxError, OSError) as exc:
+        result.verdict = Verdict.INFRA_ERROR
+        result.detail = f"sandbox could not be built: {exc}"
+        return result
+    with sandbox:
+        result.isolation = sandbox.isolation_snapshot()
+        try:
+            _compile_and_run(sandbox, runtime, job, values, limits, mode, result, compiled)
+        except SandboxError as exc:
+            result.verdict = Verdict.INFRA_ERROR
+            result.detail = f"sandbox failed: {exc}"
+    return result
+
+
+#: limits of the tar commands that save and restore a compiled work dir
+ARCHIVE_LIMITS = Limits(
+    cpu_s=30, wall_s=60, memory_mb=512, output_bytes=256 * MB, processes=16, open_files=256
+)
+ARCHIVE_EXCLUDES = ("--exclude=./.cache", "--exclude=./.go")
+
+
+def _compile(
+    sandbox: Sandbox,
+    runtime: Runtime,
+    job: Job,
+    values: dict[str, str],
+    result: Result,
+    compiled: CompileCache | None,
+) -> bool:
+    """Compile (or restore a cached compile); False when the program cannot run."""
+    assert runtime.compile is not None
+    workdir = sandbox.workdir
+    env = default_env(workdir) | runtime.compile_env
+    key = ""
+    if compiled is not None:
+        layout = {k: values[k] for k in ("source", "class", "main_class")}
+        key = compile_key(runtime.fingerprint(), job.source_code, layout)
+        hit = compiled.get(key)
+        if hit is not None and not hit.ok:
+            result.compile = CompileResult(
+                ok=False, time_s=hit.time_s, stdout=hit.stdout, stderr=hit.stderr, cached=True
+            )
+            result.compile.detail = hit.detail
+            result.verdict = Verdict.COMPILATION_ERROR
+            result.detail = hit.detail
+            return False
+        if hit is not None and hit.archive is not None:
+            out = sandbox.run(
+                ["tar", "-xf", "-"],
+                limits=ARCHIVE_LIMITS,
+                stdin=hit.archive,
+                env=default_env(workdir),
+                purpose="compile",
+            )
+            if out.ok:
+                result.compile = CompileResult(
+                    ok=True, time_s=hit.time_s, stdout=hit.stdout, stderr=hit.stderr, cached=True
+                )
+                return True
+            # an unusable entry: compile for real below
+    argv = runtime.expand(runtime.compile, **values)
+    climits = COMPILE_LIMITS
+    if runtime.compile_memory_mb is not None:
+        climits = climits.scaled(memory_mb=runtime.compile_memory_mb)
+    out = sandbox.run(argv, limits=climits, env=env, purpose="compile")
+    comp = CompileResult(
+        ok=out.ok,
+        time_s=round(out.cpu_s, 4),
+        stdout=_text(out.stdout, COMPILE_REPORT_CHARS),
+        stderr=_text(out.stderr, COMPILE_REPORT_CHARS),
+    )
+    result.compile = comp
+    if out.error:
+        result.verdict = Verdict.INFRA_ERROR
+        result.detail = f"compiler could not start: {out.error}"
+        comp.detail = out.error
+        return False
+    if not out.ok:
+        hit_limits = out.memory_exceeded or out.timed_out or out.output_exceeded
+        why = test_verdict(out)[1] or "compiler failed"
+        if hit_limits:
+            why = f"compilation exceeded its limits ({why})"
+        comp.detail = why
+        result.verdict = Verdict.COMPILATION_ERROR
+        result.detail = why
+        if compiled is not None and not hit_limits and out.signal is None:
+            # a plain compiler error is a property of the source; a limit hit may be load
+            compiled.put(
+                key, CompiledEntry(False, comp.stdout, comp.stderr, why, comp.time_s, None)
+            )
+        return False
+    if compiled is not None:
+        saved = sandbox.run(
+            ["tar", "-cf", "-", *ARCHIVE_EXCLUDES, "."],
+            limits=ARCHIVE_LIMITS,
+            env=default_env(workdir),
+            purpose="compile",
+        )
+        if saved.ok:
+            entry = CompiledEntry(True, comp.stdout, comp.stderr, "", comp.time_s, saved.stdout)
+            compiled.put(key, entry)
+    return True
+
+
+def _compile_and_run(
+    sandbox: Sandbox,
+    runtime: Runtime,
+    job: Job,
+    values: dict[str, str],
+    limits: Limits,
+    mode: str,
+    result: Result,
+    compiled: CompileCache | None = None,
+) -> None:
+    workdir = sandbox.workdir
+    if runtime.compile is not None and not _compile(
+        sandbox, runtime, job, values, result, compiled
+    ):
+        return
+    env = default_env(workdir) | runtime.run_env
+    argv = runtime.expand(runtime.run, **values)
+    for test in job.tests:
+        out = sandbox.run(
+            argv,
+            limits=limits,
+            stdin=test.input.encode("utf-8", "surrogatepass"),
+            env=env,
+            purpose="run",
+        )
+        verdict, detail = test_verdict(out)
+        if verdict is Verdict.INFRA_ERROR and argv[0].startswith("./") and out.error:
+            # the compiler succeeded but left nothing runnable (e.g. a Go non-main package)
+            verdict = Verdict.COMPILATION_ERROR
+            detail = f"the compiler produced no runnable program ({out.error})"
+        if verdict is None:
+            ok = outputs_match(out.stdout, test.output, mode)  # raw bytes: each mode decodes
+            verdict = Verdict.PASSED if ok else Verdict.WRONG_ANSWER
+        tr = TestResult(
+            verdict=verdict,
+            time_s=round(out.cpu_s, 4),
+            wall_s=round(out.wall_s, 4),
+            memory_mb=out.peak_memory_mb,
+            exit_code=out.exit_code,
+            signal=out.signal,
+            stdout=_text(out.stdout, REPORT_CHARS),
+            stderr=_text(out.stderr, REPORT_CHARS),
+            detail=detail,
+        )
+        result.tests.append(tr)
+        if verdict is not Verdict.PASSED and result.verdict is Verdict.PASSED:
+            result.verdict = verdict
+            result.detail = f"test {len(result.tests)}: {detail or verdict.value}"
+            if job.stop_on_first_fail or verdict is Verdict.COMPILATION_ERROR:
+                break
+        if verdict is Verdict.INFRA_ERROR:
+            result.verdict = verdict
+            break
