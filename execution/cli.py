@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from execution.compare import MODES
+from execution.errors import DataError
 from execution.types import Job, Verdict
-from utils.errors import DataError
 
 EXIT_OK, EXIT_INFRA, EXIT_USAGE = 0, 1, 2
 

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from execution.compare import MODES
+from execution.errors import DataError
+from execution.jsonl import iter_jsonl
 from execution.languages import UnknownLanguageError, resolve
 from execution.types import Job, TestCase
-from utils.errors import DataError
 
 MAX_TIME_LIMIT_S = 600.0
 
@@ -129,29 +130,8 @@ def job_from_record(
 
 def read_jobs(path: str | Path, comparator: str = "default") -> Iterator[tuple[int, Job]]:
     """(line number, Job) for every non-blank line of a JSONL file; raises DataError."""
-    try:
-        fh = open(path, encoding="utf-8")  # noqa: SIM115 - a generator owns the handle
-    except FileNotFoundError:
-        raise DataError(path, "file not found") from None
-    except OSError as exc:
-        raise DataError(path, f"cannot open: {exc}") from None
-    with fh:
-        lineno = 0
-        while True:
-            try:
-                line = fh.readline()
-            except UnicodeDecodeError as exc:
-                raise DataError(path, f"not UTF-8 text: {exc}", row=lineno + 1) from None
-            if not line:
-                return
-            lineno += 1
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, f"invalid JSON: {exc}", row=lineno) from None
-            yield lineno, job_from_record(raw, path, lineno, comparator)
+    for lineno, raw in iter_jsonl(path):
+        yield lineno, job_from_record(raw, path, lineno, comparator)
 
 
 def _positive_number(value: Any) -> bool:

@@ -27,10 +27,10 @@ from typing import Any
 
 from execution.compare import MODES
 from execution.engine import Engine
+from execution.errors import DataError
 from execution.jobfile import parse_tests
 from execution.languages import UnknownLanguageError, accepted_names, resolve
 from execution.types import Job, Result, TestResult, Verdict
-from utils.errors import DataError
 
 MAX_BODY_BYTES = 256 * 1024 * 1024
 MIB = 1024 * 1024

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from execution.jsonl import iter_jsonl
+from execution.languages import CLUSTERS, resolve
 from utils import download
 from utils.errors import DataError
 from utils.settings import as_bool, lookup
@@ -34,8 +36,6 @@ log = logging.getLogger("xcodeeval")
 HUB_REPO = "NTU-NLP-sg/xCodeEval"
 SPLITS = ("validation", "test")
 
-# Language clusters exactly as xCodeEval spells them (file names and `lang_cluster` values).
-CLUSTERS = ("C", "C#", "C++", "Go", "Java", "Javascript", "Kotlin", "PHP", "Python", "Ruby", "Rust")
 # Task-name suffix -> cluster.
 SLUGS: dict[str, str] = {
     "c": "C",
@@ -50,20 +50,8 @@ SLUGS: dict[str, str] = {
     "ruby": "Ruby",
     "rust": "Rust",
 }
-# The runtime the authors used for each cluster when executing generated programs.
-PAPER_RUNTIMES: dict[str, str] = {
-    "C": "GNU C11",
-    "C#": "Mono C#",
-    "C++": "GNU C++17",
-    "Go": "Go",
-    "Java": "Java 17",
-    "Javascript": "Node.js",
-    "Kotlin": "Kotlin 1.4",
-    "PHP": "PHP",
-    "Python": "PyPy 3",
-    "Ruby": "Ruby 3",
-    "Rust": "Rust 2018",
-}
+# The runtime the authors used for each cluster: the registry maps a cluster name to it.
+PAPER_RUNTIMES: dict[str, str] = {cluster: resolve(cluster).name for cluster in CLUSTERS}
 
 PROBLEMS_FILE = "problem_descriptions.jsonl"
 UNITTESTS_FILE = "unittest_db.json"
@@ -177,19 +165,7 @@ def source_from_settings(kwargs: Mapping[str, Any]) -> DataSource:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Rows of a JSONL file; a bad line is a DataError naming the file and the line."""
-    rows: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, f"invalid JSON ({exc.msg})", row=lineno) from exc
-            if not isinstance(row, dict):
-                raise DataError(path, "expected a JSON object", row=lineno)
-            rows.append(row)
-    return rows
+    return [row for _, row in iter_jsonl(path)]
 
 
 @functools.lru_cache(maxsize=64)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from execution.jsonl import iter_jsonl
 from utils import download
 from utils.errors import DataError
 
@@ -75,19 +76,7 @@ def read_raw_rows(path: Path) -> list[dict[str, Any]]:
             return list(pq.read_table(path).to_pylist())
         except Exception as exc:  # pyarrow raises several unrelated types for a bad file
             raise DataError(path, f"cannot read parquet file: {exc}") from exc
-    rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, f"not valid JSON: {exc}", row=number) from exc
-            if not isinstance(row, dict):
-                raise DataError(path, "expected a JSON object per line", row=number)
-            rows.append(row)
-    return rows
+    return [row for _, row in iter_jsonl(path)]
 
 
 def parse_test_list(value: Any, path: Path, row: int, field: str) -> list[str]:

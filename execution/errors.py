@@ -1,0 +1,31 @@
+"""One error type for bad benchmark data, so every message names the file, the row and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DataError(ValueError):
+    """Bad or missing input data.
+
+    The message always starts with the file (and, when known, the 1-based row/line and the
+    field) so that a user can open the file at the right place without reading a traceback.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        message: str,
+        *,
+        row: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.row = row
+        self.field = field
+        where = self.path
+        if row is not None:
+            where += f", row {row}"
+        if field is not None:
+            where += f", field {field!r}"
+        super().__init__(f"{where}: {message}")
