@@ -237,9 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     b = bench_busy_poll()
     print(f"sleeping test wall   : {b['sleep_wall_s']:.2f} s")
     print(
-        f"engine process CPU   : {b['engine_cpu_ms']:+.1f} ms (a polling thread would burn ~1000 ms)"
+        f"extra engine CPU     : {b['engine_cpu_ms']:+.1f} ms (1 s sleep minus 0 s sleep; "
+        "a polling thread would add ~1000 ms, noise is a few ms either way)"
     )
-    print(f"helper processes CPU : {b['helpers_cpu_ms']:+.1f} ms")
+    print(f"extra helpers CPU    : {b['helpers_cpu_ms']:+.1f} ms (same difference)")
 
     print(f"\ntotal benchmark time: {time.perf_counter() - started:.0f} s")
     return 0
