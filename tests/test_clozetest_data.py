@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from lm_eval_tasks.clozetest_maxmin import utils as hooks
+from lm_eval_tasks.clozetest_maxmin.data import answers_location
 from tests.clozetest_support import FIXTURE_REMOTE, GITHUB_RAW, LANGUAGES, task_manager
 from utils import download
 from utils.errors import DataError
@@ -167,9 +168,25 @@ def test_missing_answers_error_points_at_the_configured_place(tiny: Path, tmp_pa
     assert "(also none for: ruby, javascript, go, java, php)" in str(err.value)
 
 
-def test_single_answers_file_is_rejected_as_ambiguous(tiny: Path) -> None:
+def test_single_answers_file_without_a_language_folder_is_rejected(
+    tiny: Path, tmp_path: Path
+) -> None:
+    loose = tmp_path / "answers.txt"
+    loose.write_text((tiny / "python" / "answers.txt").read_text())
     with pytest.raises(DataError, match="ids repeat across languages"):
-        load(clozetest_data_dir=str(tiny), clozetest_answers=str(tiny / "python" / "answers.txt"))
+        load(clozetest_data_dir=str(tiny), clozetest_answers=str(loose))
+
+
+def test_single_answers_file_in_a_language_folder_answers_that_language_only(
+    tiny: Path, tmp_path: Path
+) -> None:
+    oc = tmp_path / "OpenCompassData-core" / "data" / "clozeTest-maxmin" / "python"
+    oc.mkdir(parents=True)
+    (oc / "answers.txt").write_text((tiny / "python" / "answers.txt").read_text())
+    settings = {"clozetest_data_dir": str(tiny), "clozetest_answers": str(oc / "answers.txt")}
+    assert answers_location("python", settings) == str(oc / "answers.txt")
+    assert answers_location("java", settings) is None
+    assert [d["gold"] for d in load(**settings)] == ["A", "B", "A"]
 
 
 def test_configured_answers_file_that_does_not_exist(tiny: Path, tmp_path: Path) -> None:

@@ -136,6 +136,12 @@ def _answers_spec(settings: Mapping[str, Any]) -> Any:
     return spec
 
 
+def _language_in_path(text: str) -> str | None:
+    """The language named by the folder holding a single answers file, if any."""
+    parent = text.rstrip("/").replace("\\", "/").split("/")[-2:-1]
+    return parent[0] if parent and parent[0] in LANGUAGES else None
+
+
 def answers_location(language: str, settings: Mapping[str, Any]) -> str | None:
     """Where the answers for `language` are (a local path or an URL), or None if not configured.
 
@@ -143,8 +149,10 @@ def answers_location(language: str, settings: Mapping[str, Any]) -> str | None:
     - a mapping `{"python": "<file or URL>", ...}` (languages not listed have no answers);
     - a path or URL containing `{lang}`, filled in per language;
     - a directory laid out like the data directory: `<dir>/<lang>/answers.txt`.
-    A single answers file without `{lang}` is rejected: ids repeat across languages, so it could
-    silently be joined to the wrong language. Unset: `<data dir>/<lang>/answers.txt` if it exists.
+    - a single file (path or URL) inside a folder named after its language, such as OpenCompass's
+      `.../clozeTest-maxmin/python/answers.txt`: it answers that language only.
+    Any other single file is rejected: ids repeat across languages, so it could silently be joined
+    to the wrong language. Unset: `<data dir>/<lang>/answers.txt` if it exists.
     A configured local file that does not exist is an error, not "no answers".
     """
     _check_language(language)
@@ -166,12 +174,18 @@ def answers_location(language: str, settings: Mapping[str, Any]) -> str | None:
         if LANG_PLACEHOLDER in text:
             location = text.replace(LANG_PLACEHOLDER, language)
         elif _is_url(text) or Path(text).expanduser().is_file():
-            raise DataError(
-                text,
-                f"{ANSWERS_KEY} names a single file, but ids repeat across languages; give a "
-                f'mapping such as {{"{language}": "{text}"}}, a path/URL containing {LANG_PLACEHOLDER}, '
-                f"or a directory with <lang>/{ANSWERS_NAME}",
-            )
+            owner = _language_in_path(text)
+            if owner is None:
+                raise DataError(
+                    text,
+                    f"{ANSWERS_KEY} names a single file whose path names no language, but ids "
+                    f'repeat across languages; give a mapping such as {{"{language}": "{text}"}}, '
+                    f"a path/URL containing {LANG_PLACEHOLDER}, or a directory with "
+                    f"<lang>/{ANSWERS_NAME}",
+                )
+            if owner != language:
+                return None
+            location = text
         elif Path(text).expanduser().is_dir():
             location = str(Path(text).expanduser() / language / ANSWERS_NAME)
             if not Path(location).is_file():
