@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
 import sys
+import textwrap
 import zipfile
 from pathlib import Path
 
+import pytest
 import yaml
 
-from tests.conftest import ROOT, TASKS_DIR
+from tests.conftest import ROOT, SHARED_DATA, TASKS_DIR, require
 
 
 class _Loader(yaml.SafeLoader):
@@ -29,23 +34,38 @@ def _declared_names() -> set[str]:
     return names
 
 
-def test_wheel_ships_task_files(tmp_path: Path) -> None:
+def _shipped_by_git() -> list[str]:
+    out = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [line for line in out.stdout.splitlines() if (ROOT / line).is_file()]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel built from a clean copy of the tracked tree (no stale build/ can leak in)."""
+    require(shutil.which("git") is not None, "git is needed to list the tracked files")
+    src = tmp_path_factory.mktemp("src")
+    for rel in _shipped_by_git():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, src / rel)
+    out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path),
-            str(ROOT),
+            *(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"),
+            *("-w", str(out), str(src)),
         ],
         check=True,
     )
-    (wheel,) = tmp_path.glob("*.whl")
+    (built,) = out.glob("*.whl")
+    return built
+
+
+def test_wheel_ships_task_files(wheel: Path) -> None:
     shipped = set(zipfile.ZipFile(wheel).namelist())
     expected = {
         str(p.relative_to(ROOT))
@@ -55,7 +75,39 @@ def test_wheel_ships_task_files(tmp_path: Path) -> None:
     }
     assert expected, "no task files found"
     assert expected <= shipped, f"missing from the wheel: {sorted(expected - shipped)[:10]}"
-    assert "execution/languages.toml" in shipped
+    assert {"execution/languages.toml", "execution/launcher.c"} <= shipped
+
+
+def test_tasks_load_from_a_non_editable_install(wheel: Path, tmp_path: Path) -> None:
+    """Install the wheel into a bare folder and load a real task from the installed copy."""
+    require(SHARED_DATA.is_dir(), f"shared data folder {SHARED_DATA} is missing")
+    target = tmp_path / "site"
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "install", "--no-deps", "-q"),
+            *("--target", str(target), str(wheel)),
+        ],
+        check=True,
+    )
+    probe = textwrap.dedent(
+        f"""
+        import json, lm_eval_tasks
+        from lm_eval.tasks import TaskManager, get_task_dict
+        meta = {{"clozetest_data_dir": {str(SHARED_DATA / "codexglue_clozetest_maxmin")!r},
+                 "clozetest_predict_only": True}}
+        tm = TaskManager(include_path=str(lm_eval_tasks.PATH), include_defaults=False, metadata=meta)
+        task = get_task_dict(["clozetest_maxmin_ruby"], tm)["clozetest_maxmin_ruby"]
+        print(json.dumps({{"path": str(lm_eval_tasks.PATH), "docs": len(list(task.test_docs()))}}))
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["path"].startswith(str(target)), report
+    assert report["docs"] == 38
 
 
 def test_every_declared_task_and_group_is_indexed() -> None:
