@@ -148,14 +148,59 @@ def test_default_source_is_the_hub_through_fetch_hub_file(monkeypatch: pytest.Mo
     assert ("NTU-NLP-sg/xCodeEval", "program_synthesis/test/prog_syn_test.jsonl") in asked
     assert ("NTU-NLP-sg/xCodeEval", "unittest_db.json") in asked
     # the same through lm-eval: no data dir given, documents come from the (fake) Hub
-    t = _load(_manager({}), ["xcodeeval_apr_greedy_go"])["xcodeeval_apr_greedy_go"]
-    assert [d["apr_id"] for d in t.test_docs()] == ["apr-Go-1"]
-    assert ("NTU-NLP-sg/xCodeEval", "apr/test/Go.jsonl") in asked
+    t = _load(_manager({}), ["xcodeeval_apr_greedy_python"])["xcodeeval_apr_greedy_python"]
+    assert "apr-Python-1" in {d["apr_id"] for d in t.test_docs()}
+    assert ("NTU-NLP-sg/xCodeEval", "apr/test/Python.jsonl") in asked
     # a file the Hub does not have: the error names it and the task
     with pytest.raises(
         DataError, match=r"xCodeEval/nope/validation/Kotlin\.jsonl.*xcodeeval_x needs it"
     ):
         xd.DataSource().path("nope/validation/Kotlin.jsonl", "xcodeeval_x")
+
+
+def test_split_folders_follow_the_authors_published_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trees of the authors' task pages: retrieval folders call validation `dev/`."""
+    expected = {
+        (
+            "retrieval_nl_code",
+            "validation",
+            "C#",
+        ): "retrieval_nl_code/dev/C#_nl_code_dev_file.jsonl",
+        ("retrieval_nl_code", "test", "C++"): "retrieval_nl_code/test/C++_nl_code_test_file.jsonl",
+        ("retrieval_code_code", "validation", "Python"): (
+            "retrieval_code_code/dev/Python_code_code_dev_file.jsonl"
+        ),
+        ("retrieval_code_code", "test", "Rust"): (
+            "retrieval_code_code/test/Rust_code_code_test_file.jsonl"
+        ),
+    }
+    for task in ("tag_classification", "code_compilation", "code_translation", "apr"):
+        expected[(task, "validation", "Go")] = f"{task}/validation/Go.jsonl"
+        expected[(task, "test", "PHP")] = f"{task}/test/PHP.jsonl"
+    for (task, split, cluster), path in expected.items():
+        assert xd.cluster_file(task, split, cluster) == path
+    assert xd.SYNTHESIS_FILES == {
+        "validation": "program_synthesis/validation/prog_syn_val.jsonl",
+        "test": "program_synthesis/test/prog_syn_test.jsonl",
+    }
+    # the fixtures are in that layout, and the retrieval task asks the Hub for the dev files
+    assert (FIXTURES / expected[("retrieval_nl_code", "validation", "C#")]).is_file()
+    assert not (FIXTURES / "retrieval_nl_code" / "validation").exists()
+    asked: list[str] = []
+
+    def fake_fetch(repo_id: str, filename: str, revision: str | None = None) -> Path:
+        asked.append(filename)
+        if not (FIXTURES / filename).is_file():
+            raise FileNotFoundError(filename)
+        return FIXTURES / filename
+
+    monkeypatch.setattr(download, "fetch_hub_file", fake_fetch)
+    monkeypatch.delenv("XCODEEVAL_DATA", raising=False)
+    tasks = ["xcodeeval_retrieval_nl_code", "xcodeeval_retrieval_code_code"]
+    loaded = _load(_manager({}), tasks)
+    assert all(len(list(loaded[t].test_docs())) == 22 for t in tasks)
+    assert "retrieval_code_code/dev/Kotlin_code_code_dev_file.jsonl" in asked
+    assert not [f for f in asked if "/validation/" in f]
 
 
 def test_hub_error_names_the_file_and_the_task(monkeypatch: pytest.MonkeyPatch) -> None:

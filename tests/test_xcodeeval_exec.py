@@ -21,12 +21,14 @@ from lm_eval.tasks import TaskManager
 
 import execution
 from execution.types import Job, Result, Verdict
+from lm_eval_tasks.xcodeeval import docs
 from lm_eval_tasks.xcodeeval.hooks import verdict_records
 from tests import xcodeeval_support as support
 from tests.conftest import ROOT, TASKS_DIR, require
 from tests.lm_fakes import ScriptedLM
 from tests.xcodeeval_support import FIXTURES, fx
 from utils import xcodeeval_data as xd
+from utils.errors import DataError
 
 SLUGS = xd.SLUGS
 
@@ -122,16 +124,167 @@ def test_one_engine_batch_per_task_run_and_verdicts_in_logged_samples(
     assert {"verdict", "failed_test", "code", "tests", "language"} <= set(records[0])
 
 
-def test_execeval_switch_selects_the_execeval_comparator(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_execeval_switch_selects_the_execeval_comparator_and_limits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     engine = _CountingEngine(monkeypatch)
-    _evaluate(
-        ["xcodeeval_synth_greedy_go"],
+    out = _evaluate(
+        ["xcodeeval_synth_greedy_go", "xcodeeval_apr_greedy_java"],
         support.oracle,
         xcodeeval_execeval_compat=True,
         xcodeeval_exec_cache="none",
     )
-    assert engine.comparators == ["execeval"]
-    assert {j.comparator for j in engine.calls[0]} == {"execeval"}
+    assert engine.comparators == ["execeval", "execeval"]
+    jobs = [j for call in engine.calls for j in call]
+    assert {j.comparator for j in jobs} == {"execeval"}
+    # ExecEval's limits, not the problems' (1 s / 2 s, 256 MB): its default cpu of 2 s (the
+    # engine multiplies it by the runtime factor, as ExecEval does) and 2 GiB of memory
+    assert {(j.time_limit_s, j.memory_limit_mb) for j in jobs} == {(2.0, 2048)}
+    assert len(jobs) == 3  # two synthesis problems + one repair row
+    record = verdict_records(out["samples"]["xcodeeval_synth_greedy_go"][0]["filtered_resps"][0])
+    assert record[0]["limits"] == {"time_s": 2.0, "memory_mb": 2048}
+    # ExecEval's rule for time is 2 s x its factor: 2 s for Go, 6 s for Java, 4 s for PyPy
+    from execution.limits import run_limits
+
+    for name, want in (("Go", 2.0), ("Java 17", 6.0), ("PyPy 3", 4.0)):
+        factor = execution.resolve(name).time_factor
+        assert run_limits(2.0, 2048, factor).cpu_s == want
+    # without the switch the problem's own limits are used
+    engine.calls.clear()
+    _evaluate(["xcodeeval_synth_greedy_go"], support.oracle, xcodeeval_exec_cache="none")
+    assert {(j.time_limit_s, j.memory_limit_mb) for j in engine.calls[0]} == {
+        (1.0, 256),
+        (2.0, 256),
+    }
+
+
+def _make_unavailable(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Make the registry's runtime `name` look uninstalled, whatever this machine has."""
+    runtime = execution.resolve(name)
+    monkeypatch.setattr(runtime, "_binary", (None, f"toolchain not installed ({name} test)"))
+    assert not runtime.available
+
+
+def test_apr_rows_in_an_unavailable_runtime_are_counted_not_scored(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = _CountingEngine(monkeypatch)
+    _make_unavailable(monkeypatch, "Python 2")
+    with caplog.at_level("WARNING", logger="xcodeeval"):
+        out = _evaluate(
+            ["xcodeeval_apr_greedy_python"], support.oracle, xcodeeval_exec_cache="none"
+        )
+    res = out["results"]["xcodeeval_apr_greedy_python"]
+    # the Python 2 row is neither judged (an INFRA_ERROR would make pass@1 NaN) nor hidden
+    assert [j.language for j in engine.calls[0]] == ["Python 3"]
+    assert res["pass@1,judge"] == 1.0 and res["infra_errors,judge"] == 0.0
+    assert res["unavailable_runtime_rows,judge"] == 1.0
+    assert res["unscored_rows,judge"] == 1.0
+    assert [s["doc"]["apr_id"] for s in out["samples"]["xcodeeval_apr_greedy_python"]] == [
+        "apr-Python-1"
+    ]
+    warning = [r.getMessage() for r in caplog.records if "'Python 2' NOT SCORED" in r.getMessage()]
+    assert len(warning) == 1 and "1 rows in runtime" in warning[0]
+    assert "unavailable on this machine" in warning[0]
+    # a task left with no scorable row at all: a clear error at load time, before generation
+    _make_unavailable(monkeypatch, "GNU C++17")
+    with pytest.raises(DataError, match=r"no row can be scored.*'GNU C\+\+17' unavailable"):
+        docs.build_dataset(
+            xce_task="xcodeeval_apr_greedy_cpp",
+            xce_kind="apr",
+            xce_cluster="C++",
+            xcodeeval_data_dir=str(FIXTURES),
+        )
+
+
+def _score_in_process(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    lines: list[dict[str, Any]],
+    tmp_path: Path,
+    *args: str,
+) -> tuple[int, str]:
+    from utils import xcodeeval_score
+
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    code = xcodeeval_score.main([str(preds), "--no-cache", *args])
+    return code, capsys.readouterr().out
+
+
+def _no_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    from utils import download
+
+    def offline(repo_id: str, filename: str, revision: str | None = None) -> Path:
+        raise OSError("no network in tests")
+
+    monkeypatch.setattr(download, "fetch_hub_file", offline)
+
+
+def test_score_cli_reads_xcodeeval_data_and_prints_strict_json(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    engine = _CountingEngine(monkeypatch)
+    _no_hub(monkeypatch)
+    monkeypatch.setenv("XCODEEVAL_DATA", str(FIXTURES))
+    lines = [
+        {"src_uid": uid, "lang_cluster": "Python", "source_code": fx.SOLUTIONS[uid]["Python"]}
+        for uid in (fx.SUM, fx.MELON)
+    ]
+    code, out = _score_in_process(
+        monkeypatch, capsys, lines, tmp_path, "--json", "--k", "1", "2", "--execeval-compat"
+    )
+    assert code == 0
+    # strict JSON: a bare NaN would make this parser fail
+    report = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert report["data"] == str(FIXTURES.resolve())
+    assert report["table"]["Python"]["pass@1"] == 1.0
+    assert report["table"]["Python"]["pass@2"] is None  # one sample per problem
+    assert report["table"]["mean"]["pass@2"] is None
+    assert "null" in out and "NaN" not in out
+    # the compat switch reaches the engine's jobs: ExecEval's comparator and limits
+    assert {(j.comparator, j.time_limit_s, j.memory_limit_mb) for j in engine.calls[0]} == {
+        ("execeval", 2.0, 2048)
+    }
+    # --data-dir still wins over the environment
+    monkeypatch.setenv("XCODEEVAL_DATA", str(tmp_path / "missing"))
+    code, out = _score_in_process(
+        monkeypatch, capsys, lines, tmp_path, "--json", "--data-dir", str(FIXTURES)
+    )
+    assert code == 0 and json.loads(out)["data"] == str(FIXTURES.resolve())
+    code, _ = _score_in_process(monkeypatch, capsys, lines, tmp_path, "--json")
+    assert code == 2  # the environment's directory does not exist: an error, not the Hub
+
+
+def test_score_cli_reports_lines_in_an_unavailable_runtime(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    engine = _CountingEngine(monkeypatch)
+    _make_unavailable(monkeypatch, "Python 2")
+    lines = [
+        {"src_uid": fx.SUM, "lang": "Python 3", "source_code": fx.SOLUTIONS[fx.SUM]["Python"]},
+        {"src_uid": fx.SUM, "lang": "Python 2", "source_code": "print a + b"},
+        {"src_uid": fx.MELON, "lang": "Python 2", "source_code": "print 'YES'"},
+    ]
+    with caplog.at_level("WARNING", logger="xcodeeval"):
+        code, out = _score_in_process(
+            monkeypatch, capsys, lines, tmp_path, "--json", "--data-dir", str(FIXTURES)
+        )
+    assert code == 0
+    report = json.loads(out)
+    assert [j.language for j in engine.calls[0]] == ["Python 3"]
+    assert report["unscored"]["unavailable_runtime"] == {"Python 2": 2}
+    assert report["unscored"]["lines"] == 2
+    assert report["table"]["Python"]["infra_errors"] == 0
+    assert report["table"]["Python"]["pass@1"] == 1.0
+    assert "2 prediction lines in runtime 'Python 2' NOT SCORED" in caplog.text
+    code, text = _score_in_process(
+        monkeypatch, capsys, lines, tmp_path, "--data-dir", str(FIXTURES)
+    )
+    assert "NOT SCORED: 2 prediction lines in runtime 'Python 2'" in text
 
 
 def test_infra_errors_are_counted_not_scored_as_failures(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -298,14 +451,13 @@ def test_score_cli_reports_pass_at_k_per_language(tmp_path: Path, exec_cache: st
     )
     table = report["table"]
     assert table["Python"]["pass@1"] == pytest.approx(0.5) and table["Python"]["pass@2"] == 1.0
-    assert table["C"]["pass@1"] == 1.0 and math.isnan(
-        table["C"]["pass@2"]
-    )  # one sample per problem
+    assert table["C"]["pass@1"] == 1.0 and table["C"]["pass@2"] is None  # one sample each
     assert table["mean"]["pass@1"] == pytest.approx(0.75)
     assert report["unscored"] == {
         "lines": 2,
         "unknown_src_uid": [fx.UNKNOWN],
         "no_tests": [fx.NOTESTS],
+        "unavailable_runtime": {},
     }
     text = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT, env=env).stdout
     assert "NOT SCORED: 2 prediction lines" in text and "mean" in text

@@ -75,18 +75,31 @@ def check_split(split: str) -> str:
     return split
 
 
+# Folder of each split inside a per-cluster task folder, as the authors' published trees name
+# them: the retrieval folders call their validation split `dev/` (files `*_dev_file.jsonl`),
+# every other task folder calls it `validation/`.
+SPLIT_FOLDERS: dict[str, dict[str, str]] = {
+    task: (
+        {"validation": "dev", "test": "test"}
+        if task.startswith("retrieval_")
+        else {"validation": "validation", "test": "test"}
+    )
+    for task in CLUSTER_TASKS
+}
+
+
 def cluster_file(task_dir: str, split: str, cluster: str) -> str:
     """Repository-relative path of one language file of a per-cluster task."""
     if task_dir not in CLUSTER_TASKS:
         raise ValueError(f"unknown xCodeEval task folder {task_dir!r}")
     if cluster not in CLUSTERS:
         raise ValueError(f"unknown language cluster {cluster!r}; accepted: {', '.join(CLUSTERS)}")
+    folder = SPLIT_FOLDERS[task_dir][check_split(split)]
     if task_dir.startswith("retrieval_"):
-        # e.g. retrieval_nl_code/validation/C++_nl_code_dev_file.jsonl (the Hub's own naming)
+        # e.g. retrieval_nl_code/dev/C++_nl_code_dev_file.jsonl (the Hub's own naming)
         kind = task_dir.removeprefix("retrieval_")
-        stem = "dev" if check_split(split) == "validation" else "test"
-        return f"{task_dir}/{split}/{cluster}_{kind}_{stem}_file.jsonl"
-    return f"{task_dir}/{check_split(split)}/{cluster}.jsonl"
+        return f"{task_dir}/{folder}/{cluster}_{kind}_{folder}_file.jsonl"
+    return f"{task_dir}/{folder}/{cluster}.jsonl"
 
 
 # --------------------------------------------------------------------------- data source
@@ -330,11 +343,23 @@ class JoinReport:
     total: int = 0
     missing_problem: list[str] = field(default_factory=list)
     missing_tests: list[str] = field(default_factory=list)
+    # runtime (as the rows spell it) -> rows in it that cannot run on this machine
+    unavailable_runtime: dict[str, int] = field(default_factory=dict)
+    runtime_reasons: dict[str, str] = field(default_factory=dict)
     tests: str = "hidden"  # or "sample"
 
     @property
+    def unavailable_rows(self) -> int:
+        return sum(self.unavailable_runtime.values())
+
+    @property
     def unscored(self) -> int:
-        return len(self.missing_problem) + len(self.missing_tests)
+        """Every row not scored, whatever the reason (join failure or unavailable runtime)."""
+        return len(self.missing_problem) + len(self.missing_tests) + self.unavailable_rows
+
+    def count_unavailable(self, runtime: str, reason: str) -> None:
+        self.unavailable_runtime[runtime] = self.unavailable_runtime.get(runtime, 0) + 1
+        self.runtime_reasons[runtime] = reason
 
     def summary(self) -> str:
         text = (
@@ -351,6 +376,8 @@ class JoinReport:
                 f"; {len(self.missing_tests)} not scored, no {what} "
                 f"(e.g. {', '.join(sorted(set(self.missing_tests))[:5])})"
             )
+        for runtime, n in sorted(self.unavailable_runtime.items()):
+            text += f"; {n} not scored, runtime {runtime!r} unavailable here"
         return text
 
     def log(self) -> None:
@@ -358,12 +385,39 @@ class JoinReport:
             log.warning("%s", self.summary())
         else:
             log.info("%s", self.summary())
+        for runtime, n in sorted(self.unavailable_runtime.items()):
+            log.warning(
+                "%s (%s): %d rows in runtime %r NOT SCORED: the runtime is unavailable on this "
+                "machine (%s); they are counted in unavailable_runtime_rows and unscored_rows",
+                self.task,
+                self.split,
+                n,
+                runtime,
+                self.runtime_reasons.get(runtime, "unavailable"),
+            )
 
 
 SAMPLE_TESTS_WARNING = (
     "SAMPLE-TEST SCORING: programs are judged against the public sample tests of each problem "
     "statement, not xCodeEval's hidden unit tests; numbers are NOT comparable with the paper"
 )
+
+
+def runtime_unavailable(name: str) -> str:
+    """Why the runtime a row names (its `lang`) cannot judge programs here; "" when it can.
+
+    A name the engine's registry does not know is unavailable too: such rows are counted and
+    reported like rows whose toolchain is missing, never turned into engine failures.
+    """
+    from execution.languages import UnknownLanguageError
+
+    try:
+        runtime = resolve(name)
+    except UnknownLanguageError:
+        return "not a runtime the execution engine knows"
+    if runtime.available:
+        return ""
+    return runtime.reason or "toolchain unavailable"
 
 
 @dataclass(frozen=True)
@@ -443,12 +497,28 @@ def joined_exec_rows(
     split: str,
     clusters: Sequence[str],
     needed_by: str,
+    judged_in_own_runtime: bool = False,
 ) -> tuple[list[ExecRow], JoinReport]:
-    """Rows of a per-language execution task (translation, APR) joined with problem and tests."""
+    """Rows of a per-language execution task (translation, APR) joined with problem and tests.
+
+    With `judged_in_own_runtime` (APR: a fix runs in the buggy program's `lang`), rows whose
+    runtime is unavailable on this machine (e.g. Python 2 on Debian 12) are counted per runtime
+    in the report and not scored: judging them could only yield engine failures, which would
+    turn the whole task's pass@k into NaN.
+    """
     report = JoinReport(needed_by, split, tests="sample" if source.sample_tests else "hidden")
     problems = load_problems(source, needed_by)
     pairs = []
-    for _cluster, path, lineno, row in cluster_rows(source, task_dir, split, clusters, needed_by):
+    reasons: dict[str, str] = {}
+    for cluster, path, lineno, row in cluster_rows(source, task_dir, split, clusters, needed_by):
         uid = str(require_field(row, "src_uid", path, lineno))
+        if judged_in_own_runtime:
+            lang = str(row.get("lang") or cluster)
+            if lang not in reasons:
+                reasons[lang] = runtime_unavailable(lang)
+            if reasons[lang]:
+                report.total += 1
+                report.count_unavailable(lang, reasons[lang])
+                continue
         pairs.append((row, problems.get(uid)))
     return _attach_tests(pairs, source, report, needed_by), report

@@ -32,13 +32,23 @@ class Program:
     key: str = ""
 
 
+# ExecEval's limits when a request names none (the xCodeEval scripts never do): its default
+# `cpu` of 2 seconds, applied as a wall-clock timeout of cpu x the runtime's time-limit factor,
+# and an RLIMIT_AS of 2 GiB. ExecEval ignores the problem's own time and memory limits.
+EXECEVAL_TIME_LIMIT_S = 2.0
+EXECEVAL_MEMORY_MB = 2048
+
+
 @dataclass(frozen=True)
 class ExecSettings:
     """How programs are judged.
 
-    `execeval_compat` switches to ExecEval's output comparison (flaws included) for numbers
-    comparable with the paper; limits stay the problem's own limits times the runtime factor
-    (ExecEval's factors), and every test runs until the first failure, as ExecEval does.
+    Default: our comparator, and the problem's own time and memory limits (the engine multiplies
+    the time by the runtime's factor). `execeval_compat` reproduces what ExecEval applied to the
+    paper's numbers: its output comparison (flaws included) and its limits, which ignore the
+    problem: 2 s times the runtime's factor (ExecEval's factors are the engine's) and 2048 MB.
+    Our engine still measures CPU time and enforces memory with a cgroup (see the README).
+    Tests run until the first failure in both modes, as ExecEval does.
     """
 
     execeval_compat: bool = False
@@ -48,6 +58,12 @@ class ExecSettings:
     @property
     def comparator(self) -> str:
         return "execeval" if self.execeval_compat else "default"
+
+    def limits(self, program: Program) -> tuple[float, int]:
+        """(time limit before the runtime factor, memory limit in MB) of one program's job."""
+        if self.execeval_compat:
+            return EXECEVAL_TIME_LIMIT_S, EXECEVAL_MEMORY_MB
+        return program.time_limit_s, program.memory_limit_mb
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,19 +147,21 @@ def judge_programs(
             test_cache[key] = tuple(TestCase.from_dict(dict(t)) for t in tests)
         return test_cache[key]
 
-    jobs = [
-        Job(
-            language=p.language,
-            source_code=p.source_code,
-            tests=cases(p.tests),
-            time_limit_s=p.time_limit_s,
-            memory_limit_mb=p.memory_limit_mb,
-            stop_on_first_fail=True,
-            comparator=settings.comparator,
-            id=p.key or str(i),
+    jobs = []
+    for i, p in enumerate(programs):
+        time_limit_s, memory_limit_mb = settings.limits(p)
+        jobs.append(
+            Job(
+                language=p.language,
+                source_code=p.source_code,
+                tests=cases(p.tests),
+                time_limit_s=time_limit_s,
+                memory_limit_mb=memory_limit_mb,
+                stop_on_first_fail=True,
+                comparator=settings.comparator,
+                id=p.key or str(i),
+            )
         )
-        for i, p in enumerate(programs)
-    ]
     engine = Engine(
         workers=settings.workers, cache=settings.engine_cache(), comparator=settings.comparator
     )
@@ -160,14 +178,22 @@ def judge_programs(
             bar.close()
     if len(results) != len(jobs):
         raise RuntimeError(f"engine returned {len(results)} results for {len(jobs)} jobs")
-    records = [_record(r) for r in results]
+    records = [
+        {**_record(r), "limits": {"time_s": j.time_limit_s, "memory_mb": j.memory_limit_mb}}
+        for r, j in zip(results, jobs, strict=True)
+    ]
     counts = Counter(r["verdict"] for r in records)
     summary = ", ".join(f"{v} {n}" for v, n in counts.most_common())
     log.info(
-        "%s: judged %d programs (%s comparator): %s",
+        "%s: judged %d programs (%s comparator, %s): %s",
         label,
         len(records),
         settings.comparator,
+        (
+            f"ExecEval limits {EXECEVAL_TIME_LIMIT_S:g} s x runtime factor, {EXECEVAL_MEMORY_MB} MB"
+            if settings.execeval_compat
+            else "problem limits x runtime factor"
+        ),
         summary,
     )
     if counts.get("INFRA_ERROR"):

@@ -9,7 +9,10 @@ with only `lang_cluster` the authors' runtime for that cluster is used. Problems
 src_uid in `problem_descriptions.jsonl` (limits) and `unittest_db.json` (hidden tests); lines
 whose problem or tests are missing are counted and listed, never scored as failures. `--split`
 names the program-synthesis split whose problems the predictions should cover: problems of that
-split with no prediction in a language are reported per language.
+split with no prediction in a language are reported per language. Lines whose own `lang` names a
+runtime this machine lacks (e.g. Python 2 on Debian 12) are counted per runtime and not judged.
+`--data-dir` defaults to `$XCODEEVAL_DATA`, else the Hub; `--json` prints strict JSON (a pass@k
+that cannot be computed is `null`).
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "predictions", type=Path, help="JSONL of {src_uid, lang|lang_cluster, source_code}"
     )
     p.add_argument(
-        "--data-dir", type=Path, help="local copy of the xCodeEval repository (default: the Hub)"
+        "--data-dir",
+        type=Path,
+        help="local copy of the xCodeEval repository (default: $XCODEEVAL_DATA, else the Hub)",
     )
     p.add_argument(
         "--split", choices=xd.SPLITS, default="test", help="split to check coverage against"
@@ -52,7 +57,11 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--sample-tests", action="store_true", help="judge on public sample tests (NOT comparable)"
     )
-    p.add_argument("--execeval-compat", action="store_true", help="ExecEval's output comparison")
+    p.add_argument(
+        "--execeval-compat",
+        action="store_true",
+        help="ExecEval's output comparison and limits (2 s x runtime factor, 2048 MB)",
+    )
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--no-cache", action="store_true", help="judge everything afresh")
     return p.parse_args(argv)
@@ -83,7 +92,11 @@ def _cluster_of(raw: dict[str, Any], path: Path, lineno: int) -> tuple[str, str]
 
 
 def score(args: argparse.Namespace) -> dict[str, Any]:
-    source = xd.DataSource(args.data_dir.resolve() if args.data_dir else None, args.sample_tests)
+    # --data-dir, else $XCODEEVAL_DATA, else the Hub: the same rule as the lm-eval tasks
+    settings_in: dict[str, Any] = {"xcodeeval_sample_tests": bool(args.sample_tests)}
+    if args.data_dir is not None:
+        settings_in["xcodeeval_data_dir"] = str(args.data_dir)
+    source = xd.source_from_settings(settings_in)
     predictions = xd.read_jsonl(args.predictions)
     problems = xd.load_problems(source, NEEDED_BY)
     db = None if source.sample_tests else xd.load_unittests(source, NEEDED_BY)
@@ -92,6 +105,8 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
     owners: list[tuple[str, str]] = []  # (cluster, src_uid) of each program
     missing_problem: list[str] = []
     missing_tests: list[str] = []
+    unavailable: dict[str, int] = {}  # runtime named by a line's `lang` -> lines not judged
+    reasons: dict[str, str] = {}
     tests_cache: dict[str, list[dict[str, Any]] | None] = {}
     for lineno, raw in enumerate(predictions, 1):
         uid = str(xd.require_field(raw, "src_uid", args.predictions, lineno))
@@ -101,6 +116,12 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
         if problem is None:
             missing_problem.append(uid)
             continue
+        if raw.get("lang"):  # the line's own runtime: skipped and reported if unavailable here
+            if runtime not in reasons:
+                reasons[runtime] = xd.runtime_unavailable(runtime)
+            if reasons[runtime]:
+                unavailable[runtime] = unavailable.get(runtime, 0) + 1
+                continue
         if uid not in tests_cache:
             tests_cache[uid] = problem.sample_tests() if db is None else xd.tests_for(db, uid)
         tests = tests_cache[uid]
@@ -119,6 +140,15 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
         )
         owners.append((cluster, uid))
 
+    for runtime, n in sorted(unavailable.items()):
+        logging.getLogger("xcodeeval").warning(
+            "%s: %d prediction lines in runtime %r NOT SCORED: the runtime is unavailable on "
+            "this machine (%s)",
+            NEEDED_BY,
+            n,
+            runtime,
+            reasons[runtime],
+        )
     settings = ExecSettings(
         args.execeval_compat, args.workers, None if args.no_cache else "default"
     )
@@ -148,11 +178,24 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
         "table": table,
         "coverage": coverage,
         "unscored": {
-            "lines": len(missing_problem) + len(missing_tests),
+            "lines": len(missing_problem) + len(missing_tests) + sum(unavailable.values()),
             "unknown_src_uid": sorted(set(missing_problem)),
             "no_tests": sorted(set(missing_tests)),
+            "unavailable_runtime": dict(sorted(unavailable.items())),
         },
     }
+
+
+def strict_json(value: Any) -> Any:
+    """`value` with every non-finite float (NaN: too few samples for k) replaced by None, so
+    that the output is strict JSON (`null`) that any JSON parser accepts."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value
 
 
 def _fmt(x: Any) -> str:
@@ -192,6 +235,8 @@ def render(report: dict[str, Any]) -> str:
             f"NOT SCORED: {un['lines']} prediction lines ({len(un['unknown_src_uid'])} unknown src_uid, "
             f"{len(un['no_tests'])} problems without tests): {', '.join((un['unknown_src_uid'] + un['no_tests'])[:10])}"
         )
+    for runtime, n in un["unavailable_runtime"].items():
+        lines.append(f"NOT SCORED: {n} prediction lines in runtime {runtime!r}, unavailable here")
     for cluster, cov in sorted(report["coverage"].items()):
         if cov["missing_problems"] or cov["outside_split"]:
             lines.append(
@@ -209,7 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(report, indent=2) if args.json else render(report))
+    if args.json:
+        print(json.dumps(strict_json(report), indent=2, allow_nan=False))
+    else:
+        print(render(report))
     return 0
 
 

@@ -3,8 +3,9 @@
 A document is a flat dict: the fields the YAML prompt templates use, the gold answer, and for
 execution tasks what the judging filter needs to find the tests again (data source, test kind,
 limits) without copying hidden tests into logged samples. Rows that could not be joined are
-counted by `utils.xcodeeval_data.JoinReport`; the count travels in `_unscored_rows` so that it is
-reported as a metric next to the score.
+counted by `utils.xcodeeval_data.JoinReport`; the count travels in `_unscored_rows` (and, for rows
+whose own runtime is unavailable here, `_unavailable_runtime_rows`) so that it is reported as a
+metric next to the score.
 """
 
 from __future__ import annotations
@@ -118,6 +119,15 @@ def _exec_fields(
     task: str, split: str, source: xd.DataSource, settings: Mapping[str, Any], report: xd.JoinReport
 ) -> dict[str, Any]:
     report.log()
+    if report.total and report.total == report.unscored:
+        # lm-eval cannot run a task without documents; say why instead of failing obscurely
+        hint = (
+            " Install the missing toolchain(s) (`python -m execution doctor` lists them) or "
+            "leave this task out."
+            if report.unavailable_rows
+            else ""
+        )
+        raise DataError(source.describe(), f"no row can be scored: {report.summary()}.{hint}")
     if source.sample_tests:
         log.warning("%s: %s", task, xd.SAMPLE_TESTS_WARNING)
     return {
@@ -127,6 +137,7 @@ def _exec_fields(
         "_tests": "sample" if source.sample_tests else "hidden",
         "_exec": json.dumps(settings_from(settings).to_dict()),
         "_unscored_rows": report.unscored,
+        "_unavailable_runtime_rows": report.unavailable_rows,
     }
 
 
@@ -188,7 +199,11 @@ def _translate_docs(
 def _apr_docs(
     task: str, cluster: str, split: str, source: xd.DataSource, settings: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
-    rows, report = xd.joined_exec_rows(source, "apr", split, [cluster], task)
+    # the fix runs in the buggy program's own runtime: rows whose runtime this machine lacks
+    # are counted (unavailable_runtime_rows) and not scored
+    rows, report = xd.joined_exec_rows(
+        source, "apr", split, [cluster], task, judged_in_own_runtime=True
+    )
     common = _exec_fields(task, split, source, settings, report)
     docs = []
     for r in rows:

@@ -110,6 +110,7 @@ def process_exec(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, float
     out: dict[str, float] = dict(passk_from_verdicts(verdicts, ks_for(len(verdicts))))
     out["infra_errors"] = float(sum(v == INFRA_ERROR for v in verdicts))
     out["unscored_rows"] = float(doc["_unscored_rows"])
+    out["unavailable_runtime_rows"] = float(doc["_unavailable_runtime_rows"])
     out["sample_tests_only"] = 1.0 if doc["_tests"] == "sample" else 0.0
     return out
 
