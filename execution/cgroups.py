@@ -2,7 +2,10 @@
 
 Why cgroups and not RLIMIT_AS: an address-space limit breaks the JVM, Node, Go and Mono, which
 reserve far more virtual memory than they touch; the memory cgroup counts what is really resident
-and OOM-kills past the limit, which is what MEMORY_LIMIT_EXCEEDED should mean. The CPU counter
+and OOM-kills past the limit, which is what MEMORY_LIMIT_EXCEEDED should mean. Swap is kept out
+of the program's cgroup (v2: `memory.swap.max = 0`; v1: `memory.memsw.limit_in_bytes` = the limit
+when swap accounting exists, and `memory.swappiness = 0` always), so a memory balloon is OOM-killed
+at the limit instead of being swapped out and passing slowly. The CPU counter
 covers every thread and child of the program, so a program cannot dodge the CPU limit by forking.
 
 Cgroups are created below the engine's own cgroup (delegation-friendly, and a cgroup namespace
@@ -172,6 +175,8 @@ class CgroupSet:
     pids_dir: Path | None = None
     cpu_file: Path | None = None
     procs_files: list[Path] = field(default_factory=list)
+    #: how swap is kept out: "swap.max" (v2), "swappiness" (v1) or "" (could not be set)
+    swap_control: str = ""
     _memory_mb: int | None = None
     _pids: int | None = None
     _oom_fd: int | None = None
@@ -214,11 +219,26 @@ class CgroupSet:
                     cs.dirs.append(c)
                     cs.cpu_file = c / "cpuacct.usage"
                     cs.procs_files.append(c / "cgroup.procs")
+            cs._disable_swap()
             cs._open_counters()
         except BaseException:
             cs.destroy()
             raise
         return cs
+
+    def _disable_swap(self) -> None:
+        """No swap for the program: without it, a balloon past the limit is swapped out
+        instead of OOM-killed (v1 without swap accounting has no memsw limit to stop it)."""
+        assert self.memory_dir is not None
+        name, value = (
+            ("memory.swap.max", "0") if self.version == "v2" else ("memory.swappiness", "0")
+        )
+        path = self.memory_dir / name
+        if not path.exists():  # v2 without swap accounting: nothing can be swapped anyway
+            return
+        with contextlib.suppress(OSError):
+            _write(path, value)
+            self.swap_control = name.removeprefix("memory.")
 
     def _open_counters(self) -> None:
         assert self.memory_dir is not None
@@ -236,8 +256,6 @@ class CgroupSet:
         d = self.memory_dir
         if self.version == "v2":
             _write(d / "memory.max", val)
-            with contextlib.suppress(OSError):
-                _write(d / "memory.swap.max", "0")
         else:
             memsw = d / "memory.memsw.limit_in_bytes"
             # memsw must stay >= limit: order the two writes by direction

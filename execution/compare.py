@@ -4,9 +4,14 @@ Two modes:
 
 * ``default`` accepts what a Codeforces-style checker accepts: ``\\r`` dropped, the output read as
   a sequence of whitespace-separated tokens (so trailing spaces, blank lines and line breaks do
-  not matter), integer tokens compared exactly at any length, other numbers accepted within 1e-6
-  absolute or relative error, ``yes``/``no`` in any case. ``nan``/``inf`` are plain words here: they
-  never equal a number.
+  not matter), ``yes``/``no`` in any case. Numbers: when the EXPECTED token is an integer, the
+  actual token must have exactly its value, at any length (``2.0`` or ``2e0`` for ``2`` passes,
+  ``123456700.0`` for ``123456789`` fails: a relative tolerance would accept wrong counts, sums
+  and remainders); when the expected token is a real, the actual number is accepted within 1e-6
+  absolute or relative error. Values are compared exactly in decimal, never through floats.
+  ``nan``/``inf`` are plain words here: they never equal a number. Because the expected side
+  decides the rule, the comparison is asymmetric (``1000001`` is accepted for ``1000000.0`` but
+  ``1000000.0`` is not accepted for ``1000001``).
 * ``execeval`` reproduces ExecEval's comparison bit for bit, flaws included (see
   :mod:`execution.execeval_compare`), so scores can be compared with published numbers.
 
@@ -33,6 +38,9 @@ _WS = re.compile(r"[ \t\n\r\v\f]+")
 _STR_SPLIT_EXTRA = re.compile(r"[\x1c-\x1f]")
 _INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _NUM = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_NUM_PARTS = re.compile(
+    r"(?P<sign>[+-]?)(?P<whole>[0-9]*)\.?(?P<frac>[0-9]*)(?:[eE](?P<exp>[+-]?[0-9]+))?", re.ASCII
+)
 _YES_NO = frozenset({"yes", "no"})
 # Exact subtraction needs at most this many digits; beyond it (absurd exponent gaps) a
 # 100-digit rounding is used, which can only matter within 1e-100 of the tolerance boundary.
@@ -77,17 +85,49 @@ def tokens_match(actual: Sequence[str], expected: Sequence[str]) -> bool:
 
 
 def token_equal(a: str, b: str) -> bool:
-    """Token rule of the default mode; symmetric in its arguments."""
+    """Token rule of the default mode for actual token `a` and expected token `b`.
+
+    An integer `b` demands exactly its value; a real `b` allows the 1e-6 tolerance.
+    """
     if a == b:
         return True
     la = a.lower()
     if la in _YES_NO:
         return la == b.lower()
-    if _INT.fullmatch(a) and _INT.fullmatch(b):
-        return _int_key(a) == _int_key(b)
+    if _INT.fullmatch(b):
+        if _INT.fullmatch(a):
+            return _int_key(a) == _int_key(b)
+        return _NUM.fullmatch(a) is not None and _same_value(a, b)
     if _NUM.fullmatch(a) and _NUM.fullmatch(b):
         return numbers_close(a, b)
     return False
+
+
+def _same_value(a: str, b: str) -> bool:
+    """Exact equality of two decimal literals, at any length and any exponent."""
+    return _exact_key(a) == _exact_key(b)
+
+
+def _exact_key(tok: str) -> tuple[bool, str, int] | None:
+    """(negative, significant digits, exponent) of a decimal literal: equal keys, equal values.
+
+    Parsed by hand rather than with Decimal, whose exponent range ends near 1e18 (so that e.g.
+    ``0e99999999999999999999`` still equals ``0``); None for a literal beyond any use.
+    """
+    m = _NUM_PARTS.fullmatch(tok)
+    if m is None:
+        return None
+    sign, whole, frac, exp = m.group("sign", "whole", "frac", "exp")
+    frac = frac or ""
+    digits = ((whole or "") + frac).lstrip("0")
+    if not digits:
+        return (False, "0", 0)
+    stripped = digits.rstrip("0")
+    try:
+        exponent = int(exp or "0") - len(frac) + (len(digits) - len(stripped))
+    except ValueError:  # an exponent of thousands of digits
+        return None
+    return (sign == "-", stripped, exponent)
 
 
 def _int_key(tok: str) -> tuple[bool, str]:

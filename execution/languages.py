@@ -74,6 +74,7 @@ class Runtime:
     version_regex: str = ""
     version_jar: str = ""
     notes: str = ""
+    missing_hint: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _binary: tuple[str | None, str] | None = field(default=None, repr=False, compare=False)
@@ -101,7 +102,10 @@ class Runtime:
             if "/shims/" in real or _is_shim(real):
                 continue  # a pyenv/asdf shim needs its home directory: not usable in the sandbox
             return real, ""
-        return None, f"toolchain not installed (looked for {', '.join(tried)})"
+        looked = f"looked for {', '.join(tried)}"
+        if self.missing_hint:
+            return None, f"{self.missing_hint} ({looked})"
+        return None, f"toolchain not installed ({looked})"
 
     def _binary_info(self) -> tuple[str | None, str]:
         with self._lock:
@@ -304,6 +308,7 @@ def load_registry(path: Path = REGISTRY_PATH) -> Registry:
             version_regex=str(raw.get("version_regex", "")),
             version_jar=str(raw.get("version_jar", "")),
             notes=str(raw.get("notes", "")),
+            missing_hint=str(raw.get("missing_hint", "")),
             raw=raw,
         )
         if rt.cluster not in CLUSTERS:

@@ -29,7 +29,9 @@
  * Command framing: "<decimal length>\n" followed by NUL-terminated tokens, each starting with a
  * type letter: A argv element, E environment entry, C cwd, I/O/R stdin/stdout/stderr file names
  * (relative to the io dir), G cgroup set index, L limit "name=value".
- * Answer: one line of space-separated key=value pairs.
+ * Answer: one line of space-separated key=value pairs. When the child failed before the program
+ * ran, `error_stage` (dup2, chdir, setgid, capabilities, setuid, seccomp, exec) and `error_errno`
+ * say where and why, and `error` holds the message (spaces replaced by underscores).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -533,7 +535,33 @@ static int enter_cgset(int set) {
     return 0;
 }
 
+/* A failure of the child before (or at) exec: reported on the error pipe as
+   "<stage> <errno> <message>", so the engine can tell a program that cannot be executed
+   (stage "exec", ENOENT/ENOEXEC) from a sandbox failure (every other stage or errno). The pipe is
+   close-on-exec, so nothing the judged program does can write to it. */
+static void child_fail(int errpipe, const char *stage, const char *what) {
+    int e = errno;
+    dprintf(errpipe, "%s %d %s%s%s: %s", stage, e, stage, *what ? " " : "", what, strerror(e));
+    _exit(127);
+}
+
+/* Test hook: `--test-fail-stage STAGE:SET` makes that stage of every command of cgroup set SET
+   (e.g. the runs, not the compile) fail with EAGAIN. It is a launcher argument, set only by the
+   engine (for its tests), never part of a command, so a judged program cannot trigger it. */
+static char fail_stage[32];
+static int fail_set = -1;
+static int cmd_set = -1;
+
+static int hook_fail(const char *stage) {
+    if (fail_stage[0] && cmd_set == fail_set && !strcmp(fail_stage, stage)) {
+        errno = EAGAIN;
+        return 1;
+    }
+    return 0;
+}
+
 static void child_exec(struct command *c, int in_fd, int out_fd, int err_fd, int errpipe) {
+    cmd_set = c->cgset;
     /* init is exempt from the OOM killer; the program must not be */
     int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
     if (oom >= 0) {
@@ -542,12 +570,10 @@ static void child_exec(struct command *c, int in_fd, int out_fd, int err_fd, int
         close(oom);
     }
     setsid();
-    if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) _exit(127);
+    if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
+        child_fail(errpipe, "dup2", "");
     /* every other descriptor of init is close-on-exec except the error pipe (also CLOEXEC) */
-    if (chdir(c->cwd) != 0) {
-        dprintf(errpipe, "chdir %s: %s", c->cwd, strerror(errno));
-        _exit(127);
-    }
+    if (hook_fail("chdir") || chdir(c->cwd) != 0) child_fail(errpipe, "chdir", c->cwd);
     struct rlimit cpu = {(rlim_t)(c->cpu_s + 1.999), (rlim_t)(c->cpu_s + 2.999)};
     setrlimit(RLIMIT_CPU, &cpu);
     set_rlim(RLIMIT_FSIZE, c->fsize);
@@ -559,34 +585,24 @@ static void child_exec(struct command *c, int in_fd, int out_fd, int err_fd, int
     set_rlim(RLIMIT_MSGQUEUE, 0);
     if (c->as > 0) set_rlim(RLIMIT_AS, c->as);
     if (opt_setuid) {
-        if (setgroups(0, NULL) != 0 || setresgid(run_gid, run_gid, run_gid) != 0) {
-            dprintf(errpipe, "setgid: %s", strerror(errno));
-            _exit(127);
-        }
+        if (hook_fail("setgid") || setgroups(0, NULL) != 0 ||
+            setresgid(run_gid, run_gid, run_gid) != 0)
+            child_fail(errpipe, "setgid", "");
     }
-    if (opt_ns && drop_capabilities() != 0) {
-        dprintf(errpipe, "drop capabilities: %s", strerror(errno));
-        _exit(127);
-    }
-    if (opt_setuid && setresuid(run_uid, run_uid, run_uid) != 0) {
-        dprintf(errpipe, "setuid: %s", strerror(errno));
-        _exit(127);
-    }
-    if (opt_ns && clear_capabilities() != 0) {
-        dprintf(errpipe, "clear capabilities: %s", strerror(errno));
-        _exit(127);
-    }
+    if (opt_ns && (hook_fail("capabilities") || drop_capabilities() != 0))
+        child_fail(errpipe, "capabilities", "drop");
+    if (opt_setuid && (hook_fail("setuid") || setresuid(run_uid, run_uid, run_uid) != 0))
+        child_fail(errpipe, "setuid", "");
+    if (opt_ns && clear_capabilities() != 0)
+        child_fail(errpipe, "capabilities", "clear");
     if (have_seccomp_prog) {
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-            prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &seccomp_prog) != 0) {
-            dprintf(errpipe, "seccomp: %s", strerror(errno));
-            _exit(127);
-        }
+        if (hook_fail("seccomp") || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+            prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &seccomp_prog) != 0)
+            child_fail(errpipe, "seccomp", "");
     }
     environ = c->envp;
-    execvp(c->argv[0], c->argv);
-    dprintf(errpipe, "exec %s: %s", c->argv[0], strerror(errno));
-    _exit(127);
+    if (!hook_fail("exec")) execvp(c->argv[0], c->argv);
+    child_fail(errpipe, "exec", c->argv[0]);
 }
 
 static int sfd = -1;
@@ -791,21 +807,27 @@ static void run_command(struct command *c) {
             }
         }
     }
-    char errbuf[512];
+    char errbuf[512], stage[32] = "";
     ssize_t en = read(ep[0], errbuf, sizeof(errbuf) - 1);
     close(ep[0]);
     if (en < 0) en = 0;
     errbuf[en] = 0;
-    sanitize(errbuf);
+    int err_no = 0, msg_at = 0;
+    if (en > 0 && sscanf(errbuf, "%31s %d %n", stage, &err_no, &msg_at) < 2) {
+        snprintf(stage, sizeof(stage), "unknown"); /* never expected: still a sandbox failure */
+        msg_at = 0;
+    }
+    char *errmsg = errbuf + msg_at;
+    sanitize(errmsg);
     double ru_cpu = ru_main.ru_utime.tv_sec + ru_main.ru_utime.tv_usec / 1e6 +
                     ru_main.ru_stime.tv_sec + ru_main.ru_stime.tv_usec / 1e6;
     double cgcpu = (cpu0 >= 0 && cpu1 >= 0) ? cpu1 - cpu0 : -1;
     int exited = WIFEXITED(status), code = exited ? WEXITSTATUS(status) : -1;
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     reply("exited=%d code=%d signal=%d cpu=%.6f cgcpu=%.6f wall=%.6f maxrss_kb=%ld killed=%s "
-          "error=%s",
-          exited, code, sig, ru_cpu, cgcpu, wall, ru_main.ru_maxrss, killed,
-          en > 0 ? errbuf : "");
+          "error_stage=%s error_errno=%d error=%s",
+          exited, code, sig, ru_cpu, cgcpu, wall, ru_main.ru_maxrss, killed, stage, err_no,
+          en > 0 ? (*errmsg ? errmsg : "unknown") : "");
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
@@ -875,6 +897,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--uid")) run_uid = (uid_t)atol(v), opt_setuid = 1, i++;
         else if (!strcmp(a, "--gid")) run_gid = (gid_t)atol(v), i++;
         else if (!strcmp(a, "--ncpu")) ncpu = atol(v), i++;
+        else if (!strcmp(a, "--test-fail-stage")) {
+            const char *colon = strchr(v, ':');
+            if (!colon || colon - v >= (long)sizeof(fail_stage)) usage();
+            memcpy(fail_stage, v, (size_t)(colon - v));
+            fail_set = atoi(colon + 1);
+            i++;
+        }
         else if (!strcmp(a, "--cg")) {
             /* SET:PATH/cgroup.procs */
             int set = atoi(v);

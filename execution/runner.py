@@ -13,6 +13,9 @@ the remaining tests are not run.
 
 from __future__ import annotations
 
+import errno
+from collections.abc import Sequence
+
 from execution.compare import outputs_match
 from execution.compile_cache import CompileCache, CompiledEntry, compile_key
 from execution.languages import Runtime, java_main_class, java_package
@@ -39,6 +42,26 @@ def source_layout(runtime: Runtime, source_code: str) -> dict[str, str]:
         values["main_class"] = f"{pkg}.{cls}" if pkg else cls
     values["source"] = runtime.source.format(**values)
     return values
+
+
+#: exec errors that mean "this file is not a runnable program" (rather than a sandbox failure)
+NO_PROGRAM_ERRNOS = frozenset({errno.ENOENT, errno.ENOEXEC})
+
+
+def no_runnable_program(out: CommandOutcome, argv: Sequence[str]) -> bool:
+    """True when a test could not start because the compiled artefact (``./main``) is missing
+    or not an executable (e.g. ``go build`` of a non-main package): the program's fault.
+
+    Every other launcher failure (setgid, capabilities, setuid, seccomp, chdir, exec EAGAIN or
+    ENOMEM, exec of an interpreter) is the engine's, hence INFRA_ERROR and never cached.
+    """
+    return (
+        bool(out.error)
+        and out.error_stage == "exec"
+        and out.error_errno in NO_PROGRAM_ERRNOS
+        and bool(argv)
+        and argv[0].startswith("./")
+    )
 
 
 def test_verdict(out: CommandOutcome) -> tuple[Verdict | None, str]:
@@ -210,8 +233,7 @@ def _compile_and_run(
             purpose="run",
         )
         verdict, detail = test_verdict(out)
-        if verdict is Verdict.INFRA_ERROR and argv[0].startswith("./") and out.error:
-            # the compiler succeeded but left nothing runnable (e.g. a Go non-main package)
+        if verdict is Verdict.INFRA_ERROR and no_runnable_program(out, argv):
             verdict = Verdict.COMPILATION_ERROR
             detail = f"the compiler produced no runnable program ({out.error})"
         if verdict is None:

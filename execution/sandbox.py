@@ -50,6 +50,9 @@ from execution import cgroups
 from execution.limits import MB, Limits
 
 LAUNCHER_SOURCE = Path(__file__).with_name("launcher.c")
+#: tests only: (launcher stage, purpose), e.g. ("setuid", "run"): every command of that purpose
+#: fails at that stage with EAGAIN, as a real setuid/exec failure would
+TEST_FAIL_STAGE: tuple[str, str] | None = None
 
 #: directories a toolchain may need, bound read-only (absent ones are skipped)
 SYSTEM_RO_PATHS: tuple[str, ...] = (
@@ -191,7 +194,12 @@ class CommandOutcome:
     output_exceeded: bool
     isolation: dict[str, Any] = field(default_factory=dict)
     timeout_kind: str | None = None  # "cpu" or "wall" when timed_out
-    error: str = ""  # sandbox failure (exec of a missing binary, ...): an engine problem
+    # the command could not be started (an engine problem unless runner.no_runnable_program says
+    # the compiled artefact is missing): message, the launcher stage that failed ("chdir",
+    # "setgid", "capabilities", "setuid", "seccomp", "exec", ...) and its errno
+    error: str = ""
+    error_stage: str = ""
+    error_errno: int = 0
 
     @property
     def ok(self) -> bool:
@@ -327,6 +335,8 @@ class Sandbox:
                     cs.destroy()
                 self._cgroups.clear()
                 break
+        if any(not cs.swap_control for cs in self._cgroups.values()):
+            iso["notes"].append("swap could not be disabled for the program's cgroup")
         if self._cgroups:
             iso["cgroup"] = True
             iso["cgroup_version"] = next(iter(self._cgroups.values())).version
@@ -338,6 +348,9 @@ class Sandbox:
         args = [str(launcher), "--io", str(self._io), "--ncpu", str(ncpu)]
         if _seccomp_available():
             args.append("--seccomp")
+        if TEST_FAIL_STAGE is not None and TEST_FAIL_STAGE[1] in self._purposes:
+            stage, purpose = TEST_FAIL_STAGE
+            args += ["--test-fail-stage", f"{stage}:{self._purposes.index(purpose)}"]
         for i, purpose in enumerate(self._purposes):
             cset = self._cgroups.get(purpose)
             if cset is None:
@@ -531,6 +544,8 @@ class Sandbox:
             isolation=self.isolation_snapshot(),
             timeout_kind=(killed if killed in ("cpu", "wall") else ("cpu" if timed_out else None)),
             error=error,
+            error_stage=info.get("error_stage", "") if error else "",
+            error_errno=int(info.get("error_errno") or 0) if error else 0,
         )
 
     def isolation_snapshot(self) -> dict[str, Any]:

@@ -94,7 +94,7 @@ def test_older_engine_entries_are_not_served(
 ) -> None:
     cache = ResultCache(tmp_path)
     cache.put(JOB, FP, _result())
-    monkeypatch.setattr(cache_mod, "ENGINE_VERSION", "2")
+    monkeypatch.setattr(cache_mod, "ENGINE_VERSION", cache_mod.ENGINE_VERSION + ".next")
     assert cache.get(JOB, FP) is None
 
 

@@ -461,3 +461,53 @@ def test_batch_empty_input_and_missing_files(tmp_path: Path) -> None:
         str(tests),
     ]
     assert cli.main(missing) == 2
+
+
+C_BALLOON = (
+    "#include <stdlib.h>\n#include <string.h>\n#include <stdio.h>\n"
+    "int main(void){for(int i=0;i<8;i++){char*p=malloc(16<<20);if(!p)return 3;"
+    'memset(p,1,16<<20);}puts("ok");return 0;}\n'
+)
+C_HELLO = '#include <stdio.h>\nint main(void){puts("ok");return 0;}\n'
+
+
+@pytest.mark.parametrize(
+    ("language", "source", "verdict"),
+    [
+        ("GNU C11", C_BALLOON, "MEMORY_LIMIT_EXCEEDED"),  # 128 MB: passes at the default 256
+        ("GNU C11", C_HELLO, "PASSED"),
+        (PY, "print('ok')\n", "PASSED"),
+    ],
+)
+def test_run_memory_limit_flag(tmp_path: Path, language: str, source: str, verdict: str) -> None:
+    rt = resolve(language)
+    require(rt.available, f"runtime {language} is unavailable: {rt.reason}")
+    src = tmp_path / "prog.txt"
+    src.write_text(source)
+    tests = tmp_path / "tests.json"
+    tests.write_text(json.dumps([{"input": "", "output": ["ok"]}]))
+    proc = _cli(
+        "run", "--language", language, "--source", str(src), "--tests", str(tests),
+        "--memory-limit", "64", "--time-limit", "5",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    if verdict == "MEMORY_LIMIT_EXCEEDED":
+        require(out["isolation"]["cgroup"], "no memory cgroup: only RLIMIT_AS limits memory")
+    assert out["verdict"] == verdict, out
+    assert out["tests"][0]["verdict"] == verdict
+    if verdict == "PASSED":
+        assert out["tests"][0]["memory_mb"] < 64
+
+
+def test_run_balloon_passes_without_the_memory_flag(tmp_path: Path) -> None:
+    """The control of the test above: the same balloon fits the default 256 MB."""
+    rt = resolve("GNU C11")
+    require(rt.available, f"runtime GNU C11 is unavailable: {rt.reason}")
+    src = tmp_path / "balloon.c"
+    src.write_text(C_BALLOON)
+    tests = tmp_path / "tests.json"
+    tests.write_text(json.dumps([{"input": "", "output": ["ok"]}]))
+    proc = _cli("run", "--language", "GNU C11", "--source", str(src), "--tests", str(tests))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["verdict"] == "PASSED"

@@ -52,21 +52,36 @@ DEFAULT_GOLDEN = [
     ("-0", ["0"], True),
     ("-5", ["5"], False),
     # reals: 1e-6 absolute or relative
-    ("0.000001", ["0"], True),
-    ("1.000001", ["1"], True),  # exactly on the boundary (decimal, no binary rounding)
-    ("1.0000011", ["1"], False),
-    ("0.0000011", ["0"], False),
-    ("0.0000010000000001", ["0"], False),  # past the boundary by 1e-16: exact, not binary
-    ("0.00000099999999999", ["0"], True),
-    ("1000000.0", ["1000001"], True),  # relative 1e-6
-    ("1e9", ["1000000999"], True),
-    ("1e9", ["1000001001"], False),
+    ("0.000001", ["0.0"], True),
+    ("1.000001", ["1.0"], True),  # exactly on the boundary (decimal, no binary rounding)
+    ("1.0000011", ["1.0"], False),
+    ("0.0000011", ["0.0"], False),
+    ("0.0000010000000001", ["0.0"], False),  # past the boundary by 1e-16: exact, not binary
+    ("0.00000099999999999", ["0.0"], True),
+    ("1000001", ["1000000.0"], True),  # relative 1e-6 (the expected token is a real)
+    ("1000000.0", ["1000000.999"], True),
+    ("1e9", ["1000000999.0"], True),
+    ("1e9", ["1000001001.0"], False),
+    # an integer expected token demands exactly its value, whatever the actual token's form
     ("2.0", ["2"], True),
+    ("2e0", ["2"], True),
+    ("-0.0", ["0"], True),
+    ("1e9", ["1000000000"], True),
+    ("1.2345678e+17", ["123456780000000000"], True),
+    ("0e99999999999999999999", ["0"], True),  # beyond Decimal's exponent range
+    ("123456700.0", ["123456789"], False),
+    ("1.2345678e+17", ["123456780000000001"], False),
+    ("1000000.0", ["1000001"], False),
+    ("1000001.0", ["1000000"], False),
+    ("1e9", ["1000000999"], False),
+    ("2.0000001", ["2"], False),
+    ("1e99999999999999999999", ["1"], False),
     ("3.14159265", ["3.1415929"], True),
     ("3.1416", ["3.14159265"], False),
     (".5", ["0.5"], True),
     ("5.", ["5"], True),
-    ("1e-300", ["0"], True),
+    ("1e-300", ["0.0"], True),
+    ("1e-300", ["0"], False),  # exact for an integer
     ("0x10", ["16"], False),  # not a decimal number
     ("1_0", ["10"], False),
     # any expected output
@@ -150,8 +165,8 @@ def test_modes_disagree_where_execeval_is_flawed() -> None:
     for actual, expected in [("nan", ["5"]), ("7" + "0" * 38, ["7" + "0" * 37 + "1"])]:
         assert outputs_match(actual, expected, "execeval")
         assert not outputs_match(actual, expected, "default")
-    assert outputs_match("1.000001", ["1"], "default")
-    assert not outputs_match("1.000001", ["1"], "execeval")
+    assert outputs_match("1.000001", ["1.0"], "default")
+    assert not outputs_match("1.000001", ["1.0"], "execeval")
 
 
 def test_unknown_mode_is_an_error() -> None:
@@ -221,10 +236,41 @@ def test_whitespace_insensitive(tokens: list[str], data: st.DataObject) -> None:
     assert tokenize(spaced) == tokens
 
 
+def _is_int(token: str) -> bool:
+    return token.lstrip("+-").isdigit()
+
+
 @settings(max_examples=300, deadline=None)
 @given(TOKEN, TOKEN)
-def test_symmetric(a: str, b: str) -> None:
+def test_symmetric_unless_an_integer_is_expected(a: str, b: str) -> None:
+    """Only an integer expected token makes the rule one-sided (exact instead of 1e-6)."""
+    assume(_is_int(a) == _is_int(b))
     assert outputs_match(a, [b]) == outputs_match(b, [a])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.integers(min_value=0, max_value=6),
+    st.sampled_from(["f", "e"]),
+)
+def test_integer_expected_needs_the_exact_value(x: int, y: int, places: int, form: str) -> None:
+    """Any spelling of y (12.0, 1.2e+1, ...) passes for an expected x exactly when y == x."""
+    spelled = f"{Decimal(y):.{places}{form}}" if form == "f" else f"{Decimal(y):e}"
+    assert outputs_match(spelled, [str(x)]) is (x == y)
+    assert outputs_match(spelled, [str(y)])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=10**7, max_value=10**30), st.data())
+def test_integer_expected_rejects_values_within_the_real_tolerance(
+    x: int, data: st.DataObject
+) -> None:
+    """A wrong count within 1e-6 relative of the right one fails, even spelled as a real."""
+    near = x + data.draw(st.integers(min_value=1, max_value=x // 10**7))
+    assert not outputs_match(f"{near}.0", [str(x)])
+    assert outputs_match(f"{near}.0", [f"{x}.0"])  # an expected real keeps its tolerance
 
 
 @settings(max_examples=300, deadline=None)
@@ -250,7 +296,7 @@ def test_tolerance_boundary(x: Decimal, k: int, sign: int) -> None:
     outside = x + sign * scale * Decimal("1e-6") * (Decimal(2) + Decimal(k) / Decimal(10**6))
     for y, verdict in ((inside, True), (outside, False)):
         a, b = f"{x:f}", f"{y:f}"
-        assume(not (a.lstrip("-").isdigit() and b.lstrip("-").isdigit()))  # reals, not ints
+        assume(not (_is_int(a) or _is_int(b)))  # reals: integers are compared exactly
         assert outputs_match(a, [b]) is verdict
         assert outputs_match(b, [a]) is verdict
 

@@ -1,10 +1,11 @@
 """Hostile programs: each case checks the verdict AND the host's invariants.
 
-Invariants: no process of the program survives (processes tag themselves with a unique name that
-the test then looks for in the host's /proc), a 0644 canary in the host's /tmp stays unread,
-nothing is written outside the work dir, a loopback listener opened by the test sees no
+Invariants: no process of the program survives (checked right after EACH case: no process of the
+host owned by one of the sandbox uids that case's sandboxes got, and none of its cgroups left
+with tasks; tagged processes are also looked up by name), a 0644 canary in the host's /tmp stays
+unread, nothing is written outside the work dir, a loopback listener opened by the test sees no
 connection, no host secret leaks through the environment, and the engine still judges a hello
-world afterwards. All programs are judged in one batch (two workers) to keep the suite fast.
+world after every case. Cases run on two threads, each checking its own case's invariants.
 """
 
 from __future__ import annotations
@@ -13,14 +14,18 @@ import contextlib
 import os
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from execution import Engine, Job, Result, TestCase, Verdict, resolve
+from execution import Engine, Job, Result, TestCase, Verdict, cgroups, resolve
+from execution import sandbox as sandbox_mod
+from execution.limits import run_limits
 from execution.sandbox import inactive_layers, probe_isolation
 from tests.conftest import require, toolchains_required
 from tests.engine_programs import HELLO
@@ -48,6 +53,7 @@ class Case:
     tag: str = ""
     checks: list[str] = field(default_factory=list)
     more_tests: tuple[tuple[str, str], ...] = ()  # further (input, expected) tests
+    kills_others: bool = False  # kill(-1)/kill(parent): only with every containment layer
 
 
 @dataclass
@@ -104,13 +110,13 @@ def build_cases(host: Host) -> list[Case]:
         Case("fork_bomb", "C", c(
             f'int main(void){{name("{t("fb")}");for(;;)fork();}}'),
              {Verdict.TIME_LIMIT_EXCEEDED, Verdict.RUNTIME_ERROR, Verdict.MEMORY_LIMIT_EXCEEDED},
-             time_limit_s=0.5, tag=t("fb")),
+             time_limit_s=0.5, tag=t("fb"), checks=["wall_bounded"]),
         Case("thread_bomb", "C", c(
             "static void*spin(void*a){volatile long x=0;for(;;)x++;return a;}"
             f'int main(void){{name("{t("tb")}");pthread_t th;'
             "for(;;){pthread_create(&th,0,spin,0);}}"),
              {Verdict.TIME_LIMIT_EXCEEDED, Verdict.RUNTIME_ERROR, Verdict.MEMORY_LIMIT_EXCEEDED},
-             time_limit_s=0.5, tag=t("tb")),
+             time_limit_s=0.5, tag=t("tb"), checks=["wall_bounded"]),
         Case("daemon", "C", c(
             "int main(void){pid_t p=fork();if(p==0){setsid();if(fork()==0){"
             f'name("{t("dm")}");close(1);for(;;)sleep(1);}}_exit(0);}}'
@@ -131,7 +137,8 @@ def build_cases(host: Host) -> list[Case]:
         Case("child_holds_stdout", "C", c(
             f'int main(void){{if(fork()==0){{name("{t("ho")}");sleep(1000);}}'
             'puts("ok");fflush(stdout);return 0;}'),
-             {Verdict.PASSED, Verdict.TIME_LIMIT_EXCEEDED}, tag=t("ho")),
+             {Verdict.PASSED, Verdict.TIME_LIMIT_EXCEEDED}, tag=t("ho"),
+             checks=["wall_bounded"]),
         Case("stdout_flood", "C", c(
             "int main(void){static char b[1<<20];memset(b,'x',sizeof b);"
             "for(int i=0;i<2048;i++)fwrite(b,1,sizeof b,stdout);return 0;}"),
@@ -202,12 +209,12 @@ def build_cases(host: Host) -> list[Case]:
         Case("kill_parent_and_all", "C", c(
             "int main(void){kill(getppid(),SIGKILL);kill(1,SIGKILL);kill(-1,SIGKILL);"
             "puts(\"ok\");return 0;}"),
-             {Verdict.PASSED}),
+             {Verdict.PASSED}, kills_others=True),
         Case("kill_parent_py", "Python",
              "import os, signal\nfor pid in (os.getppid(), 1, -1):\n"
              "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError:\n        pass\n"
              "print('ok')\n",
-             {Verdict.PASSED}),
+             {Verdict.PASSED}, kills_others=True),
         Case("segfault", "C", c("int main(void){volatile int*p=0;*p=1;return 0;}"),
              {Verdict.RUNTIME_ERROR}, checks=["signal:SIGSEGV"]),
         Case("abort", "C", c("int main(void){abort();}"),
@@ -250,6 +257,81 @@ def host_process_names() -> set[str]:
     return names
 
 
+def processes_of_uids(uids: set[int]) -> list[str]:
+    """Host processes whose real, effective, saved or fs uid is one of `uids` (zombies too)."""
+    found: list[str] = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            status = (d / "status").read_text()
+            line = next(x for x in status.splitlines() if x.startswith("Uid:"))
+            if uids & {int(u) for u in line.split()[1:]}:
+                found.append(f"{d.name}:{(d / 'comm').read_text().strip()}")
+    return found
+
+
+def cgroups_with_tasks(dirs: list[Path]) -> list[str]:
+    """Those of `dirs` that still exist with a process in them."""
+    busy = []
+    for d in dirs:
+        for name in ("cgroup.procs", "tasks"):
+            with contextlib.suppress(OSError):
+                if (d / name).read_text().split():
+                    busy.append(f"{d}/{name}")
+    return busy
+
+
+@dataclass
+class Aftermath:
+    """The host's state right after one case was judged (see the module docstring)."""
+
+    uids: set[int]
+    cgroup_dirs: list[Path]
+    survivors: list[str]
+    busy_cgroups: list[str]
+    hello: Result
+    elapsed_s: float
+
+
+class SandboxRecorder:
+    """Records, per judging thread, the uids and cgroups the sandboxes of a case get."""
+
+    def __init__(self) -> None:
+        self.local = threading.local()
+        self._alloc = sandbox_mod._allocate_uid
+        self._create = cgroups.CgroupSet.create
+
+    def start(self) -> None:
+        self.local.uids = set()
+        self.local.dirs = []
+
+    def allocate_uid(self) -> int:
+        uid = self._alloc()
+        if hasattr(self.local, "uids"):
+            self.local.uids.add(uid)
+        return uid
+
+    def create_cgroup(self, tag: str) -> cgroups.CgroupSet:
+        cs = self._create(tag)
+        if hasattr(self.local, "dirs"):
+            self.local.dirs.extend(cs.dirs)
+        return cs
+
+
+def aftermath(uids: set[int], dirs: list[Path], engine: Engine, elapsed: float) -> Aftermath:
+    # an escaped process would still be there; exiting ones (zombies being reaped) get 2 s
+    deadline = time.monotonic() + 2.0
+    while True:
+        survivors = processes_of_uids(uids) if uids else []
+        busy = cgroups_with_tasks(dirs)
+        if (not survivors and not busy) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    hello = engine.judge(Job("C", HELLO["C"], (TestCase("", ("Hello, World!",)),)))
+    return Aftermath(uids, dirs, survivors, busy, hello, elapsed)
+
+
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
     canary = Path(f"/tmp/engine-canary-{TOKEN}")
@@ -280,19 +362,32 @@ def engine() -> Engine:
 
 
 @pytest.fixture(scope="module")
-def outcomes(host: Host, engine: Engine) -> dict[str, tuple[Case, Result]]:
+def isolation_here() -> dict[str, object]:
+    return probe_isolation()
+
+
+def kill_cases_allowed(iso: dict[str, object]) -> bool:
+    """kill(-1) and kill(parent) are only tried once they cannot reach anything of the host."""
+    return all(bool(iso.get(k)) for k in ("pid_namespace", "unprivileged_uid", "fs_view"))
+
+
+@pytest.fixture(scope="module")
+def outcomes(
+    host: Host, engine: Engine, isolation_here: dict[str, object]
+) -> dict[str, tuple[Case, Result, Aftermath]]:
     for lang in ("C", "Python", "Python 3", "Java", "Javascript", "Go", "C#"):
         rt = resolve(lang)
         require(rt.available, f"runtime {rt.name} unavailable: {rt.reason}")
-    # kill(-1) and friends are only safe to try once the pid namespace is in place
-    iso = probe_isolation()
+    iso = isolation_here
     require(
         bool(iso.get("pid_namespace")) and bool(iso.get("fs_view")),
         f"sandbox layers missing here: {inactive_layers(iso)} {iso.get('notes')}",
     )
-    cases = build_cases(host)
-    jobs = [
-        Job(
+    cases = [k for k in build_cases(host) if kill_cases_allowed(iso) or not k.kills_others]
+    recorder = SandboxRecorder()
+
+    def judge_one(k: Case) -> tuple[Case, Result, Aftermath]:
+        job = Job(
             language=k.language,
             source_code=k.source,
             tests=tuple(TestCase(i, (o,)) for i, o in ((k.stdin, k.expected_out), *k.more_tests)),
@@ -300,11 +395,20 @@ def outcomes(host: Host, engine: Engine) -> dict[str, tuple[Case, Result]]:
             memory_limit_mb=k.memory_mb,
             id=k.id,
         )
-        for k in cases
-    ]
-    results = engine.judge_many(jobs)
-    time.sleep(0.2)  # anything that escaped would still be around; give it time to show up
-    return {k.id: (k, r) for k, r in zip(cases, results, strict=True)}
+        recorder.start()
+        t0 = time.monotonic()
+        result = engine.judge(job)
+        elapsed = time.monotonic() - t0
+        uids, dirs = set(recorder.local.uids), list(recorder.local.dirs)
+        del recorder.local.uids, recorder.local.dirs
+        return k, result, aftermath(uids, dirs, engine, elapsed)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sandbox_mod, "_allocate_uid", recorder.allocate_uid)
+        mp.setattr(cgroups.CgroupSet, "create", recorder.create_cgroup)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            done = list(pool.map(judge_one, cases))
+    return {k.id: (k, r, a) for k, r, a in done}
 
 
 CASE_IDS = [k.id for k in build_cases(Host(Path("/x"), Path("/y"), None, 1))]  # type: ignore[arg-type]
@@ -316,11 +420,29 @@ def _describe(r: Result) -> str:
     return f"{r.id}: {r.verdict} {r.detail} {comp} {tests}"
 
 
+#: slack over a job's wall limit: generous, as this checks the limit mechanism, not speed
+WALL_SLACK_S = 5.0
+
+
 @pytest.mark.parametrize("case_id", CASE_IDS)
 def test_hostile_program(
-    outcomes: dict[str, tuple[Case, Result]], host: Host, case_id: str
+    outcomes: dict[str, tuple[Case, Result, Aftermath]],
+    host: Host,
+    isolation_here: dict[str, object],
+    case_id: str,
 ) -> None:
-    case, r = outcomes[case_id]
+    if case_id not in outcomes:
+        kill_case = next(k for k in build_cases(host) if k.id == case_id).kills_others
+        assert kill_case and not kill_cases_allowed(isolation_here)
+        require(False, f"{case_id} needs pid_namespace + unprivileged_uid + fs_view")
+    case, r, after = outcomes[case_id]
+    # the generic invariants, checked right after this case was judged
+    assert not after.survivors, f"processes of {case_id} survived: {after.survivors}"
+    assert not after.busy_cgroups, f"cgroups of {case_id} still hold tasks: {after.busy_cgroups}"
+    assert after.cgroup_dirs or not r.isolation.get("cgroup")  # the recorder saw them
+    if r.isolation.get("unprivileged_uid"):
+        assert after.uids, "the recorder saw no sandbox uid"
+    assert after.hello.verdict is Verdict.PASSED, f"engine unwell after {case_id}: {after.hello}"
     assert r.verdict in case.expect, _describe(r)
     if os.geteuid() == 0 and toolchains_required():
         assert not inactive_layers(r.isolation), f"inactive layers: {inactive_layers(r.isolation)}"
@@ -337,6 +459,13 @@ def test_hostile_program(
         if kind == "signal":
             assert r.tests[0].signal == arg, _describe(r)
             assert arg in r.tests[0].detail
+        elif kind == "wall_bounded":
+            rt = resolve(case.language)
+            wall = run_limits(case.time_limit_s, case.memory_mb, rt.time_factor).wall
+            for t in r.tests:
+                assert t.wall_s <= wall + WALL_SLACK_S, (t.wall_s, wall, _describe(r))
+            # the whole judgement (compile included) did not hang either
+            assert after.elapsed_s <= 120 + wall + 4 * WALL_SLACK_S, after.elapsed_s
         elif kind == "timeout":
             assert arg in r.tests[0].detail, _describe(r)
         elif kind == "exit":
@@ -379,16 +508,25 @@ def test_hostile_program(
 
 
 def test_engine_alive_after_hostile_batch(
-    outcomes: dict[str, tuple[Case, Result]], engine: Engine
+    outcomes: dict[str, tuple[Case, Result, Aftermath]],
+    engine: Engine,
+    isolation_here: dict[str, object],
 ) -> None:
     job = Job("C", HELLO["C"], (TestCase("", ("Hello, World!",)),))
     assert engine.judge(job).verdict is Verdict.PASSED
-    assert len(outcomes) == len(CASE_IDS)
-    # no process of any hostile program is left on the host
+    expected = len(CASE_IDS) if kill_cases_allowed(isolation_here) else len(CASE_IDS) - 2
+    assert len(outcomes) == expected
+    # no process of any hostile program is left on the host: by name and by sandbox uid
     names = host_process_names()
     assert not [n for n in names if n.startswith(f"h{TOKEN}")]
+    every_uid = set().union(*(a.uids for _, _, a in outcomes.values()))
+    assert not processes_of_uids(every_uid)
+    every_dir = [d for _, _, a in outcomes.values() for d in a.cgroup_dirs]
+    assert not cgroups_with_tasks(every_dir)
 
 
-def test_no_result_blames_the_engine(outcomes: dict[str, tuple[Case, Result]]) -> None:
-    bad = [r.id for _, r in outcomes.values() if r.verdict is Verdict.INFRA_ERROR]
+def test_no_result_blames_the_engine(
+    outcomes: dict[str, tuple[Case, Result, Aftermath]],
+) -> None:
+    bad = [r.id for _, r, _ in outcomes.values() if r.verdict is Verdict.INFRA_ERROR]
     assert not bad

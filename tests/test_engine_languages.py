@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from execution import Engine, Job, Result, TestCase, UnknownLanguageError, Verdict, resolve
-from execution.languages import CLUSTERS, accepted_names, java_main_class, java_package
+from execution.languages import (
+    CLUSTERS,
+    accepted_names,
+    java_main_class,
+    java_package,
+    normalize,
+)
 from execution.sandbox import inactive_layers
 from tests.conftest import SHARED_DATA, require, toolchains_required
 from tests.engine_programs import (
@@ -96,7 +102,12 @@ def test_unknown_language_is_an_error_listing_names() -> None:
     assert "Brainfuck 2000" in msg
     for name in ("GNU C++17", "PyPy 3", "Kotlin 1.7", "Node.js", "Javascript"):
         assert name in msg
-    assert set(XCODEEVAL_LANGS) <= set(accepted_names()) | {n for n in XCODEEVAL_LANGS if n}
+    accepted = {normalize(n) for n in accepted_names()}
+    missing = [n for n in XCODEEVAL_LANGS if normalize(n) not in accepted]
+    assert not missing, f"xCodeEval languages not in the accepted names: {missing}"
+    assert {normalize(c) for c in CLUSTERS} <= accepted
+    listed = {normalize(n) for n in msg.split(": ", 1)[1].split(", ")}
+    assert accepted <= listed, "the error must list every accepted name"
 
 
 def test_engine_refuses_unknown_language_before_judging() -> None:
@@ -277,3 +288,37 @@ def test_all_tests_mode_runs_everything() -> None:
     r = Engine(workers=1).judge(job)
     assert r.verdict is Verdict.WRONG_ANSWER
     assert [t.verdict for t in r.tests] == [Verdict.WRONG_ANSWER, Verdict.PASSED, Verdict.PASSED]
+
+
+@pytest.mark.parametrize("name", ["Python 2", "PyPy 2"])
+def test_python2_runtimes_say_why_they_are_missing(
+    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Debian 12 packages neither: without a binary the reason says so, not a generic message,
+    in the registry, in `doctor` and in the INFRA_ERROR of a job."""
+    import argparse
+    import dataclasses
+
+    from execution import cli, languages
+
+    real = resolve(name)
+    missing = dataclasses.replace(
+        real, binary_candidates=("/nonexistent/bin/python2-absent",), _binary=None, _version=None
+    )
+    assert not missing.available
+    assert "Debian 12 has no" in missing.reason and name in missing.reason
+    assert "/nonexistent/bin/python2-absent" in missing.reason
+    generic = dataclasses.replace(
+        resolve("Ruby 3"), binary_candidates=("/nonexistent/ruby",), _binary=None, _version=None
+    )
+    assert "Debian 12" not in generic.reason  # the hint is specific to these runtimes
+
+    others = [rt for rt in languages.runtimes() if rt.name != name]
+    monkeypatch.setattr(languages, "runtimes", lambda: [*others, missing])
+    assert cli.cmd_doctor(argparse.Namespace(json=False)) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(name))
+    assert "NO: Debian 12 has no" in row
+
+    job = Job(language=name, source_code="print 1\n", tests=(TestCase("", ("1",)),))
+    result = Engine(workers=1)._run(job, missing)
+    assert result.verdict is Verdict.INFRA_ERROR and "Debian 12 has no" in result.detail

@@ -218,8 +218,8 @@ def test_sandbox_build_failure_is_infra_error(monkeypatch: pytest.MonkeyPatch) -
 def test_engine_comparator_applies_to_default_jobs() -> None:
     require_binary("gcc")
     src = '#include <stdio.h>\nint main(void){puts("1.0000001");return 0;}\n'
-    job = Job("C", src, (TestCase("", ("1",)),))
-    assert Engine(workers=1).judge(job).verdict is Verdict.PASSED  # 1e-6 tolerance
+    job = Job("C", src, (TestCase("", ("1.0",)),))
+    assert Engine(workers=1).judge(job).verdict is Verdict.PASSED  # 1e-6 tolerance (a real)
     assert Engine(workers=1, comparator="execeval").judge(job).verdict is Verdict.WRONG_ANSWER
     with pytest.raises(ValueError):
         Engine(comparator="fuzzy")
@@ -325,3 +325,33 @@ def test_cgroup_v2_layout_detection(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     lay = cgroups.detect()
     assert lay.version == "v2" and lay.memory == root / "code-exec"
     assert (root / "code-exec" / "cgroup.subtree_control").read_text() == "+memory +pids"
+
+
+@pytest.mark.parametrize(
+    ("version", "name"), [("v1", "memory.swappiness"), ("v2", "memory.swap.max")]
+)
+def test_program_cgroups_never_swap(tmp_path: Path, version: str, name: str) -> None:
+    """A balloon must be OOM-killed at the limit, not swapped out (v1 may lack memsw)."""
+    from execution import cgroups
+
+    (tmp_path / name).write_text("60\n" if version == "v1" else "max\n")
+    cs = cgroups.CgroupSet(version=version, memory_dir=tmp_path)
+    cs._disable_swap()
+    assert (tmp_path / name).read_text() == "0"
+    assert cs.swap_control == name.removeprefix("memory.")
+
+
+def test_this_machines_program_cgroup_has_no_swap() -> None:
+    from execution import cgroups
+
+    lay = cgroups.layout()
+    require(bool(lay.version), f"no usable cgroups here: {lay.reason}")
+    cs = cgroups.CgroupSet.create("swaptest")
+    try:
+        assert cs.memory_dir is not None
+        name = "memory.swappiness" if cs.version == "v1" else "memory.swap.max"
+        if (cs.memory_dir / name).exists():
+            assert (cs.memory_dir / name).read_text().strip() == "0"
+            assert cs.swap_control
+    finally:
+        cs.destroy()
