@@ -67,7 +67,9 @@ def parse_pytest(output: str) -> RunnerLog:
     verbose: list[tuple[str, str]] = []
     summary: list[tuple[str, str]] = []
     in_summary = False
-    for raw in output.splitlines():
+    # Lines end at "\n" only: `str.splitlines` would also break at \x0c, \x1c, \x85, \u2028...,
+    # which a test's failure message can carry into its summary line and so forge another one.
+    for raw in output.split("\n"):
         line = _ANSI.sub("", raw).rstrip()
         if "short test summary info" in line and line.startswith("="):
             in_summary = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,52 @@ def test_builtin_variants_are_exactly_the_issue_formats() -> None:
     assert fim.builtin_formats()["chat"].chat
     for fmt in fim.builtin_formats().values():
         assert fmt.stop, f"{fmt.name} has no stop strings"
+
+
+# Special tokens of each model family (from their tokenizers' added tokens), written down here so
+# the formats' claims can be checked offline.
+FIM3 = {"<fim_prefix>", "<fim_suffix>", "<fim_middle>"}
+QWEN_FIM3 = {"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"}
+FAMILY_TOKENS = {
+    "StarCoder2": FIM3 | {"<repo_name>", "<file_sep>", "<fim_pad>", "<|endoftext|>"},
+    "StarCoderBase": FIM3
+    | {"<reponame>", "<filename>", "<gh_stars>", "<fim_pad>", "<|endoftext|>"},
+    "SantaCoder": {"<fim-prefix>", "<fim-suffix>", "<fim-middle>", "<fim-pad>", "<|endoftext|>"},
+    "Qwen2.5-Coder": QWEN_FIM3 | {"<|repo_name|>", "<|file_sep|>", "<|fim_pad|>", "<|endoftext|>"},
+    "CodeGemma": QWEN_FIM3 | {"<|file_separator|>", "<eos>"},
+}
+_TOKEN = re.compile(r"<\|?[a-z_-]+\|?>")
+
+
+def _tokens(fmt: fim.FimFormat) -> set[str]:
+    return set(_TOKEN.findall(fmt.template + fmt.context_intro + fmt.context_item))
+
+
+def test_format_descriptions_name_the_tokens_each_family_really_has() -> None:
+    formats = fim.builtin_formats()
+    starcoder, qwen = formats["starcoder"], formats["qwen"]
+    assert _tokens(starcoder) <= FAMILY_TOKENS["StarCoder2"]
+    assert _tokens(starcoder) & FAMILY_TOKENS["StarCoderBase"] == FIM3
+    assert not _tokens(starcoder) & FAMILY_TOKENS["SantaCoder"]
+    for named in ("<reponame>", "<filename>", "<fim-prefix>", "sg_infilling_custom"):
+        assert named in starcoder.description, named
+    assert _tokens(qwen) <= FAMILY_TOKENS["Qwen2.5-Coder"]
+    assert _tokens(qwen) & FAMILY_TOKENS["CodeGemma"] == QWEN_FIM3
+    assert "CodeGemma shares only the three FIM sentinels" in qwen.description
+    assert "<|file_separator|>" in qwen.description
+    assert "not CodeGemma tokens" in qwen.description
+    # Its stop strings end generations of either family.
+    assert set(qwen.stop) <= FAMILY_TOKENS["Qwen2.5-Coder"] | FAMILY_TOKENS["CodeGemma"]
+
+
+def test_readme_codegemma_format_uses_only_codegemma_tokens() -> None:
+    readme = (Path(fim.__file__).parent / "README.md").read_text(encoding="utf-8")
+    after = readme[readme.index("CodeGemma, for example") :]
+    block = after[after.index("```json\n") + len("```json\n") :]
+    fmt = fim.load_format(json.loads(block[: block.index("```")]))
+    used = _tokens(fmt) | set(fmt.stop)
+    assert used <= FAMILY_TOKENS["CodeGemma"]
+    assert QWEN_FIM3 | {"<|file_separator|>"} <= used
 
 
 def test_reference_sentinel_layouts_without_context() -> None:

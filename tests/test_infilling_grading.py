@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -197,6 +199,29 @@ def test_pytest_summary_parser() -> None:
     assert log.status_of("tests/test_a.py::test_skipped") == MISSING
     verbose = parse_pytest("tests/test_a.py::test_one PASSED                 [ 50%]\n")
     assert verbose.status_of("tests/test_a.py::test_one") == "PASSED"
+
+
+@pytest.mark.parametrize("separator", ["\x0c", "\u2028"])
+def test_a_failure_message_cannot_forge_a_summary_line(tmp_path: Path, separator: str) -> None:
+    """A real pytest run whose failure message holds a line separator other than "\\n"."""
+    (tmp_path / "test_t.py").write_text(
+        "def test_b():\n    assert False\n\n\n"
+        "def test_z():\n"
+        f"    raise ValueError('boom' + {separator!a} + 'PASSED test_t.py::test_b')\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_t.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert f"boom{separator}PASSED test_t.py::test_b" in done.stdout  # pytest keeps it verbatim
+    log = parse_pytest(done.stdout)
+    assert log.status_of("test_t.py::test_b") == "FAILED"
+    assert log.status_of("test_t.py::test_z") == "FAILED"
+    assert log.count == 2
 
 
 def test_a_hanging_middle_hits_the_time_limit(rows: list[dict], repos: Path) -> None:

@@ -1,9 +1,11 @@
 """The SWE-bench backend without Docker: its input files, its report reading, its early checks.
 
-`fixtures/infilling/swebench_run/` is a harness working directory in the layout swebench 4.1.0
-writes (`logs/run_evaluation/<run_id>/<model>/<instance_id>/report.json`, `run_instance.log`,
-and the run summary `<model>.<run_id>.json`), for four instances: resolved, unresolved (one
-FAIL_TO_PASS failure, one PASS_TO_PASS test skipped), patch not applied, and never run.
+`fixtures/infilling/swebench_run/` is a harness working directory written by hand (no Docker
+here) in the layout and formats swebench 4.1.0 writes (`logs/run_evaluation/<run_id>/<model>/
+<instance_id>/report.json`, `run_instance.log`, `test_output.txt`, and the run summary
+`<model>.<run_id>.json`), for five instances: resolved, unresolved (one FAIL_TO_PASS failure,
+one PASS_TO_PASS test skipped), patch not applied, never run, and tests timed out. Its README
+says what each file follows.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 
 from execution.repo_tests import RepoTestJob, swebench_backend
 from lm_eval_tasks.code_infilling import data
+from lm_eval_tasks.code_infilling import utils as task_utils
 from lm_eval_tasks.code_infilling.grading import (
     GradingSettings,
     GradingUnavailable,
@@ -91,9 +94,9 @@ def test_harness_command_line(tmp_path: Path) -> None:
     }
 
 
-def test_reading_a_recorded_harness_run() -> None:
-    jobs = [_job(f"acme__mathlib-{i}") for i in (1, 2, 3, 4)]
-    resolved, unresolved, not_applied, missing = (
+def test_reading_a_harness_run_directory() -> None:
+    jobs = [_job(f"acme__mathlib-{i}") for i in (1, 2, 3, 4, 5)]
+    resolved, unresolved, not_applied, missing, timed_out = (
         swebench_backend.read_outcome(job, RUN_DIR, "fixture-run", "org/model") for job in jobs
     )
     assert resolved.resolved and resolved.patch_applied and not resolved.error
@@ -108,9 +111,76 @@ def test_reading_a_recorded_harness_run() -> None:
     assert unresolved.fail_to_pass_passed == 2 and unresolved.tests_run == 4
     assert not not_applied.patch_applied and not not_applied.resolved
     assert not_applied.detail == "patch did not apply" and not not_applied.error
+    assert not_applied.log_tail.split("\n")[0].endswith(">>>>> Patch Apply Failed:")
     assert "Hunk #1 FAILED" in not_applied.log_tail
     assert missing.error and "produced nothing" in missing.error and not missing.resolved
-    assert {o.backend for o in (resolved, unresolved, not_applied, missing)} == {"swebench"}
+    # A timeout is the patch's verdict (unresolved), not a failure of the grading machinery.
+    assert not timed_out.error and not timed_out.resolved and timed_out.patch_applied
+    assert timed_out.command["timed_out"] is True
+    assert "1800 s time limit" in timed_out.detail
+    assert timed_out.log_tail.endswith("Timeout error: 1800 seconds exceeded.")
+    assert set(timed_out.test_status.values()) == {"MISSING"}
+    assert (timed_out.fail_to_pass_total, timed_out.pass_to_pass_total) == (3, 2)
+    outcomes = (resolved, unresolved, not_applied, missing, timed_out)
+    assert {o.backend for o in outcomes} == {"swebench"}
+
+
+def test_a_timed_out_instance_counts_against_pass_at_1() -> None:
+    outcome = swebench_backend.read_outcome(
+        _job("acme__mathlib-5"), RUN_DIR, "fixture-run", "org/model"
+    )
+    doc = {"middle": "    return 1\n"}
+    record = {**outcome.to_dict(), "middle": "    while True:\n        pass\n"}
+    scored = task_utils.score_exec(doc, [json.dumps(record)])
+    assert scored["pass@1"] == 0.0 and scored["grading_error"] == 0.0
+    crashed = swebench_backend.read_outcome(
+        _job("acme__mathlib-4"), RUN_DIR, "fixture-run", "org/model"
+    )
+    record = {**crashed.to_dict(), "middle": "    return 1\n"}
+    assert task_utils.score_exec(doc, [json.dumps(record)])["pass@1"] is None
+
+
+# The logged `git diff` of a model patch that quotes both markers (its lines are prefixed).
+GIT_DIFF_LOG = (
+    "2024-05-01 12:00:01,981 - INFO - Git diff before:\n"
+    "diff --git a/m.py b/m.py\n"
+    "@@ -1 +1,4 @@\n"
+    " x = 1\n"
+    '+msg = """\n'
+    "+2024-05-01 12:00:02,000 - INFO - >>>>> Patch Apply Failed\n"
+    "+swebench.harness.utils.EvaluationError: {id}: Test timed out after 1 seconds.\n"
+    '+"""\n'
+)
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        "2024-05-01 12:00:03,000 - ERROR - Error in evaluating model for {id}: 500 Server Error\n",
+        "2024-05-01 12:00:03,000 - INFO - Traceback (most recent call last):\n"
+        "swebench.harness.docker_build.BuildImageError: Error building image {id}\n",
+    ],
+    ids=["docker error", "image build error"],
+)
+def test_harness_failures_stay_grading_errors(tmp_path: Path, failure: str) -> None:
+    """Only real log records count: a model patch quoting the markers cannot turn a failure of
+    the harness into a verdict on the patch."""
+    instance_id = "acme__mathlib-6"
+    inst = tmp_path / "logs" / "run_evaluation" / "r" / "org__model" / instance_id
+    inst.mkdir(parents=True)
+    log = (GIT_DIFF_LOG + failure).format(id=instance_id)
+    (inst / "run_instance.log").write_text(log, encoding="utf-8")
+    outcome = swebench_backend.read_outcome(_job(instance_id), tmp_path, "r", "org/model")
+    assert outcome.error and "stopped before grading" in outcome.error
+    assert not outcome.resolved and not outcome.command.get("timed_out")
+    assert swebench_backend.timed_out_after(log, instance_id) is None
+
+
+def test_a_timeout_counts_only_for_its_own_instance() -> None:
+    line = "swebench.harness.utils.EvaluationError: other-1: Test timed out after 9 seconds."
+    assert swebench_backend.timed_out_after(line, "acme__mathlib-6") is None
+    assert swebench_backend.timed_out_after(line, "other-1") == 9
+    assert swebench_backend.timed_out_after(line, "other-") is None
 
 
 def test_image_names_follow_the_harness_scheme() -> None:
@@ -144,7 +214,15 @@ FAKE_HARNESS = textwrap.dedent(
         d = pathlib.Path("logs/run_evaluation", a.run_id, pred["model_name_or_path"].replace("/", "__"), pred["instance_id"])
         d.mkdir(parents=True)
         if "APPLYFAIL" in pred["model_patch"]:
-            (d / "run_instance.log").write_text(">>>>> Patch Apply Failed:\\nerror: patch failed\\n")
+            (d / "run_instance.log").write_text(
+                "2024-05-01 12:00:00,000 - INFO - >>>>> Patch Apply Failed:\\nerror: patch failed\\n")
+            continue
+        if "HANG" in pred["model_patch"]:
+            (d / "test_output.txt").write_text("collected 5 items\\n\\nTimeout error: 7 seconds exceeded.")
+            (d / "run_instance.log").write_text(
+                "2024-05-01 12:00:00,000 - INFO - Traceback (most recent call last):\\n"
+                "swebench.harness.utils.EvaluationError: " + pred["instance_id"]
+                + ": Test timed out after 7 seconds.\\nCheck (x) for more information.\\n")
             continue
         ok = "RESOLVE" in pred["model_patch"]
         report = {pred["instance_id"]: {"patch_successfully_applied": True, "resolved": ok,
@@ -170,14 +248,17 @@ def test_grade_many_runs_the_harness_once_per_round(
         _job("acme__mathlib-1", "RESOLVE", row=1),
         _job("acme__mathlib-1", "nope", row=2),  # same instance: needs a second harness run
         _job("acme__mathlib-5", "APPLYFAIL", row=3),
+        _job("acme__mathlib-6", "HANG", row=4),
     ]
     config = swebench_backend.SwebenchConfig(
         work_dir=tmp_path / "work", model_name="org/model", python=sys.executable
     )
     outcomes = swebench_backend.grade_many(jobs, config, run_name="t")
     assert [o.id for o in outcomes] == [j.id for j in jobs]
-    assert [o.resolved for o in outcomes] == [True, False, False]
-    assert [o.patch_applied for o in outcomes] == [True, True, False]
+    assert [o.resolved for o in outcomes] == [True, False, False, False]
+    assert [o.patch_applied for o in outcomes] == [True, True, False, True]
+    assert [bool(o.error) for o in outcomes] == [False] * 4
+    assert outcomes[3].command["timed_out"] and "7 s time limit" in outcomes[3].detail
     runs = [json.loads(line) for line in calls.read_text().splitlines()]
     assert len(runs) == 2 and runs[0]["run_id"] != runs[1]["run_id"]
     assert all(Path(r["cwd"]).parent == tmp_path / "work" for r in runs)

@@ -12,7 +12,14 @@ import pytest
 
 from lm_eval_tasks.code_infilling import fim
 from tests.conftest import ROOT, TASKS_DIR, require_binary
-from tests.infilling_support import ROWS_FILE, any_format_oracle, build_repos, oracle, wrong
+from tests.infilling_support import (
+    ROWS_FILE,
+    any_format_oracle,
+    build_repos,
+    load_rows,
+    oracle,
+    wrong,
+)
 from tests.lm_fakes import ScriptedLM
 
 TASK_DIR = TASKS_DIR / "code_infilling"
@@ -116,6 +123,73 @@ def test_exec_task_wrong_model_fails(repos: Path) -> None:
         json.loads(s["filtered_resps"][0]) for s in out["samples"]["sg_infilling_qwen_exec"]
     ]
     assert all(o["patch_applied"] and not o["resolved"] for o in outcomes)
+
+
+# A format defined only by the user: none of its text or stop strings is built in.
+USER_FORMAT = {
+    "name": "my-coder",
+    "template": (
+        "<|repo|>{repo}\n{context}<|file|>{file_path} ({language})\n"
+        "<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>"
+    ),
+    "context_intro": "<|ctx|>\n",
+    "context_item": "<|file_separator|>{file_path}\n{content}\n",
+    "sentinels": ["<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"],
+    "stop": ["<|file_separator|>", "<END>"],
+}
+
+
+def _user_format_prompt(row: dict[str, Any]) -> str:
+    """The prompt USER_FORMAT must give for a fixture row (snippets worst-ranked first)."""
+    snippets = sorted(row["context"], key=lambda s: s["rank"], reverse=True)
+    context = "".join(f"<|file_separator|>{s['file_path']}\n{s['content']}\n" for s in snippets)
+    return (
+        f"<|repo|>{row['repo']}\n"
+        + ("<|ctx|>\n" + context if snippets else "")
+        + f"<|file|>{row['file_path']} (Python)\n"
+        + f"<|fim_prefix|>{row['prefix']}<|fim_suffix|>{row['suffix']}<|fim_middle|>"
+    )
+
+
+def test_custom_tasks_use_a_format_given_in_metadata(repos: Path) -> None:
+    import lm_eval
+
+    rows = load_rows()
+    assert rows[0]["context"] and not rows[1]["context"]  # with and without snippets
+    # The gold middle, then the format's second stop string before its first, then junk: both
+    # stops must be applied, whichever comes first.
+    lm = ScriptedLM(
+        lambda kind, context, extra: (
+            any_format_oracle(kind, context, {}) + "<END>junk()\n<|file_separator|>other.py\n"
+        )
+    )
+    out = lm_eval.simple_evaluate(
+        model=lm,
+        tasks=["sg_infilling_custom", "sg_infilling_custom_exec"],
+        task_manager=_manager(
+            sg_infilling_data=str(ROWS_FILE),
+            sg_infilling_format=USER_FORMAT,
+            grader="local",
+            repos_dir=str(repos),
+        ),
+        log_samples=True,
+        confirm_run_unsafe_code=True,
+    )
+    expected = sorted(_user_format_prompt(row) for row in rows)
+    assert sorted(context for context, _ in lm.generate_calls) == sorted(expected * 2)
+    for _, gen_kwargs in lm.generate_calls:
+        # No stop string reaches the model: lm-eval's default "\n\n" would cut multi-line middles.
+        assert gen_kwargs["until"] == []
+    cheap = out["results"]["sg_infilling_custom"]
+    assert cheap["exact_match,middle"] == 1.0 and cheap["edit_similarity,middle"] == 1.0
+    for sample in out["samples"]["sg_infilling_custom"]:
+        assert sample["filtered_resps"][0] == sample["doc"]["middle"]
+        assert json.loads(sample["doc"]["fim_format"])["name"] == "my-coder"
+    graded = out["results"]["sg_infilling_custom_exec"]
+    assert graded["pass@1,graded"] == 1.0 and graded["grading_error,graded"] == 0.0
+    for sample in out["samples"]["sg_infilling_custom_exec"]:
+        outcome = json.loads(sample["filtered_resps"][0])
+        assert outcome["middle"] == sample["doc"]["middle"] and outcome["resolved"]
 
 
 def test_unavailable_grader_stops_the_run_before_generation(tmp_path: Path) -> None:

@@ -105,8 +105,10 @@ def grade_one(job: RepoTestJob, config: LocalConfig) -> RepoTestOutcome:
         outcome.patch_applied = True
         for path, content in job.expected_files:
             target = work / path
+            # Bytes, then decode: text mode would turn CRLF and lone CR into "\n" and so report a
+            # correctly patched CRLF file as different from its expected content.
             actual = (
-                target.read_text(encoding="utf-8", errors="replace") if target.is_file() else None
+                target.read_bytes().decode("utf-8", errors="replace") if target.is_file() else None
             )
             if actual != content:
                 outcome.error = (
@@ -148,6 +150,9 @@ def grade_one(job: RepoTestJob, config: LocalConfig) -> RepoTestOutcome:
         statuses = log.statuses([*job.fail_to_pass, *job.pass_to_pass])
         decided = decide(outcome, statuses, job.fail_to_pass, job.pass_to_pass)
         if ran.timed_out:
+            # A run that had to be killed is never resolved, even when every wanted test was
+            # reported passed before it hung (e.g. on a thread that never ends), as in SWE-bench.
+            decided.resolved = False
             decided.detail = (
                 f"test command hit its {ran.timeout_kind or ''} time limit; {decided.detail}"
             )

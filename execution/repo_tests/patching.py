@@ -18,15 +18,29 @@ GIT = ("git", "-c", "safe.directory=*", "-c", "core.autocrlf=false")
 _NO_NEWLINE = "\\ No newline at end of file\n"
 
 
+def split_lines(text: str) -> list[str]:
+    """`text` as git sees its lines: split after each "\\n" only, line ends kept.
+
+    `str.splitlines` also breaks at \\r, \\x0b, \\x0c, \\x1c-\\x1e, \\x85, \\u2028 and
+    \\u2029, which are ordinary characters inside a line for git and patch; a diff built from
+    such lines has hunks that match nothing in the file. A CRLF line keeps its "\\r\\n"; a last
+    line without a newline is returned as it is.
+    """
+    lines = text.split("\n")
+    last = lines.pop()
+    return [line + "\n" for line in lines] + ([last] if last else [])
+
+
 def file_diff(path: str, old: str, new: str, context: int = 3) -> str:
     """A git-style unified diff turning `old` into `new` for `path` ("" when they are equal)."""
     if old == new:
         return ""
-    a = old.splitlines(keepends=True)
-    b = new.splitlines(keepends=True)
+    diff = difflib.unified_diff(
+        split_lines(old), split_lines(new), f"a/{path}", f"b/{path}", n=context
+    )
     out = [f"diff --git a/{path} b/{path}\n"]
-    for line in difflib.unified_diff(a, b, f"a/{path}", f"b/{path}", n=context):
-        if line.startswith(("---", "+++")):
+    for number, line in enumerate(diff):
+        if number < 2:  # the ---/+++ header; later lines starting so are content
             out.append(line.rstrip("\n") + "\n")
             continue
         out.append(line)
@@ -106,7 +120,7 @@ def has_commit(repo: Path, commit: str) -> bool:
 def touched_files(patch: str) -> list[str]:
     """Paths a unified diff changes (from its `+++ b/...` lines, else `diff --git` headers)."""
     paths: list[str] = []
-    for line in patch.splitlines():
+    for line in patch.split("\n"):  # not splitlines: \x0c etc. are not line ends in a diff
         if line.startswith("+++ "):
             target = line[4:].split("\t")[0].strip()
             if target != "/dev/null":

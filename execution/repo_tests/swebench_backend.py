@@ -12,10 +12,18 @@ PREDICTIONS.jsonl --run_id RUN ...`` in a work directory. Its inputs are written
 
 Its outputs are read back per instance: ``logs/run_evaluation/<run_id>/<model>/<instance_id>/
 report.json`` (``{id: {patch_successfully_applied, resolved, tests_status: {FAIL_TO_PASS:
-{success, failure}, PASS_TO_PASS: {...}}}}``), or, when the harness stopped early, the
-instance's ``run_instance.log``, whose ``>>>>> Patch Apply Failed`` marker means the patch did
-not apply. An instance id can appear only once per harness run, so jobs sharing an instance are
-graded in successive runs.
+{success, failure}, PASS_TO_PASS: {...}}}}``), or, when the harness wrote no report, the
+instance's ``run_instance.log``. Two early stops there are verdicts on the patch, not grading
+failures: a logged ``>>>>> Patch Apply Failed`` (the patch did not apply), and a test run that
+exceeded the harness's ``--timeout`` (4.1.0 then appends ``Timeout error: N seconds exceeded.``
+to ``test_output.txt`` and logs the traceback of ``EvaluationError: <id>: Test timed out after
+N seconds.``, writing no report). A timed-out instance is unresolved, as in the local backend
+and in SWE-bench's own resolved rate (resolved over all instances), although the harness's run
+summary lists it among its errors. Anything else without a report (an image that would not
+build, a crashed Docker call) is a grading error. Markers are matched at the start of a log
+line, where the logged `git diff` of the model's patch (every line prefixed) cannot put them.
+An instance id can appear only once per harness run, so jobs sharing an instance are graded in
+successive runs.
 
 `preflight` finds, before any model output exists, everything that would make the harness fail:
 the package missing or of another version, no Docker CLI, no reachable daemon, instance images
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -36,11 +45,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from execution.repo_tests.model import RepoTestJob, RepoTestOutcome
+from execution.repo_tests.model import RepoTestJob, RepoTestOutcome, decide
 
 PINNED_VERSION = "4.1.0"
 HARNESS_MODULE = "swebench.harness.run_evaluation"
 APPLY_FAILED_MARKER = ">>>>> Patch Apply Failed"
+#: A record of the harness's instance logger ("%(asctime)s - %(levelname)s - %(message)s").
+_LOG_RECORD = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - [A-Z]+ - "
+_APPLY_FAILED = re.compile(_LOG_RECORD + re.escape(APPLY_FAILED_MARKER), re.MULTILINE)
 INSTANCE_FIELDS = (
     "repo",
     "instance_id",
@@ -289,13 +301,40 @@ def read_outcome(
     log_file = inst_dir / "run_instance.log"
     log = log_file.read_text(encoding="utf-8", errors="replace") if log_file.is_file() else ""
     outcome.log_tail = log[-4000:]
-    if APPLY_FAILED_MARKER in log:
+    apply_failed = _APPLY_FAILED.search(log)
+    timeout_s = timed_out_after(log, instance_id)
+    if apply_failed:
         outcome.detail = "patch did not apply"
+        # From the marker on: the tools' complaint, not the tracebacks logged after it.
+        outcome.log_tail = log[apply_failed.start() :][:4000]
+    elif timeout_s is not None:
+        outcome.patch_applied = True  # the harness runs the tests only after applying the patch
+        outcome.apply_method = "swebench harness"
+        outcome.command["timed_out"] = True
+        test_output = inst_dir / "test_output.txt"
+        if test_output.is_file():
+            outcome.log_tail = test_output.read_text(encoding="utf-8", errors="replace")[-4000:]
+        decide(outcome, {}, f2p, p2p)  # no test result is known: every test counts as failed
+        outcome.detail = (
+            f"tests exceeded the harness's {timeout_s} s time limit; counted as unresolved"
+        )
     elif log:
         outcome.error = f"the harness stopped before grading this instance (see {log_file})"
     else:
         outcome.error = f"the harness produced nothing for this instance (expected {report_file})"
     return outcome
+
+
+def timed_out_after(log: str, instance_id: str) -> int | None:
+    """The harness's test time limit in seconds when `log` (a `run_instance.log`) records that
+    the tests of `instance_id` exceeded it, else None."""
+    line = re.compile(
+        rf"^(?:[\w.]+\.)?EvaluationError: {re.escape(instance_id)}: "
+        r"Test timed out after (\d+) seconds\.\s*$",
+        re.MULTILINE,
+    )
+    found = line.search(log)
+    return int(found.group(1)) if found else None
 
 
 def _rounds(jobs: Sequence[RepoTestJob]) -> list[list[int]]:
