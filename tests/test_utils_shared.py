@@ -66,6 +66,12 @@ def test_extract_code_plain_reply() -> None:
     assert extract_code("print(3)") == "print(3)"
 
 
+def test_extract_code_keeps_unusual_line_breaks_inside_the_program() -> None:
+    program = 'print("a\x0cb\u2028c")\r\nprint(2)'
+    assert extract_code(program) == program
+    assert extract_code("Here is the code:\n" + program) == program
+
+
 def test_settings_lookup_order(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BENCH_DIR", "/from/env")
     assert lookup({"bench_dir": "/from/kwargs"}, "bench_dir", env="BENCH_DIR") == "/from/kwargs"

@@ -55,7 +55,9 @@ def extract_code(text: str, language: str | None = None) -> str:
         tagged = [body for tag, body in blocks if tag.split()[0:1] and tag.split()[0] in wanted]
         pool = tagged or [body for _, body in blocks]
         return max(pool, key=len).strip("\n")
-    lines = text.strip("\n").splitlines()
+    # split on "\n" only: str.splitlines would also break at form feeds, \x1c-\x1e, \u2028 ...
+    # inside string literals and silently change the program
+    lines = text.strip("\n").split("\n")
     if len(lines) > 1 and lines[0].rstrip().endswith(":") and " " in lines[0].strip():
         first = lines[0].strip()
         # a prose lead-in, not code such as "def f():" or "int main() {"
