@@ -189,42 +189,32 @@ class CgroupSet:
         name = f"code-exec-{os.getpid()}-{next(_counter)}-{tag}"
         cs = cls(version=lay.version)
         try:
+            assert lay.memory is not None
+            cs.memory_dir = cs._add(lay.memory / name)
             if lay.version == "v2":
-                assert lay.memory is not None
-                d = lay.memory / name
-                d.mkdir()
-                cs.dirs.append(d)
-                cs.memory_dir = d
+                d = cs.memory_dir
                 cs.pids_dir = d if (d / "pids.max").exists() else None
                 cs.cpu_file = d / "cpu.stat"
-                cs.procs_files.append(d / "cgroup.procs")
                 if not (d / "memory.max").exists():
                     raise OSError("memory controller not enabled in the engine's cgroup")
             else:
-                assert lay.memory is not None
-                d = lay.memory / name
-                d.mkdir()
-                cs.dirs.append(d)
-                cs.memory_dir = d
-                cs.procs_files.append(d / "cgroup.procs")
                 if lay.pids is not None:
-                    p = lay.pids / name
-                    p.mkdir()
-                    cs.dirs.append(p)
-                    cs.pids_dir = p
-                    cs.procs_files.append(p / "cgroup.procs")
+                    cs.pids_dir = cs._add(lay.pids / name)
                 if lay.cpuacct is not None:
-                    c = lay.cpuacct / name
-                    c.mkdir()
-                    cs.dirs.append(c)
-                    cs.cpu_file = c / "cpuacct.usage"
-                    cs.procs_files.append(c / "cgroup.procs")
+                    cs.cpu_file = cs._add(lay.cpuacct / name) / "cpuacct.usage"
             cs._disable_swap()
             cs._open_counters()
         except BaseException:
             cs.destroy()
             raise
         return cs
+
+    def _add(self, d: Path) -> Path:
+        """Create one cgroup directory of the set (one per v1 controller, one in all for v2)."""
+        d.mkdir()
+        self.dirs.append(d)
+        self.procs_files.append(d / "cgroup.procs")
+        return d
 
     def _disable_swap(self) -> None:
         """No swap for the program: without it, a balloon past the limit is swapped out
