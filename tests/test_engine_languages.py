@@ -136,21 +136,17 @@ def test_registry_rejects_duplicate_names(tmp_path: Path) -> None:
 def test_versions_are_real_and_recorded() -> None:
     for cluster in CLUSTERS:
         rt = resolve(cluster)
-        if not rt.available:
-            require(False, f"runtime {rt.name} unavailable: {rt.reason}")
-            continue
+        require(rt.available, f"runtime {rt.name} unavailable: {rt.reason}")
         assert rt.version and rt.version != "unknown", rt.name
         assert rt.binary and os.path.isabs(rt.binary)
         assert rt.version in rt.fingerprint() and rt.binary in rt.fingerprint()
+    # the same runtimes as the clusters' (checked available above)
     kotlin = resolve("Kotlin 1.7")
-    if kotlin.available:
-        # Debian's Kotlin is 1.3.x, and we say so instead of pretending to be 1.7
-        assert kotlin.version[0].isdigit() and "SNAPSHOT" not in kotlin.version
+    # Debian's Kotlin is 1.3.x, and we say so instead of pretending to be 1.7
+    assert kotlin.version[0].isdigit() and "SNAPSHOT" not in kotlin.version
     rust = resolve("Rust")
-    if rust.available:
-        assert (
-            rust.binary is not None and "/.cargo/bin/" not in rust.binary
-        )  # the real toolchain binary, not the proxy
+    # the real toolchain binary, not the rustup proxy
+    assert rust.binary is not None and "/.cargo/bin/" not in rust.binary
 
 
 def test_missing_toolchain_is_unavailable_and_infra_error(

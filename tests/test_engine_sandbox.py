@@ -353,5 +353,7 @@ def test_this_machines_program_cgroup_has_no_swap() -> None:
         if (cs.memory_dir / name).exists():
             assert (cs.memory_dir / name).read_text().strip() == "0"
             assert cs.swap_control
+        else:
+            assert cs.swap_control == ""
     finally:
         cs.destroy()

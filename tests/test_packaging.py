@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, SHARED_DATA, TASKS_DIR, require
+from tests.conftest import ROOT, SHARED_DATA, TASKS_DIR, require, require_binary
 
 
 class _Loader(yaml.SafeLoader):
@@ -48,7 +48,7 @@ def _shipped_by_git() -> list[str]:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wheel built from a clean copy of the tracked tree (no stale build/ can leak in)."""
-    require(shutil.which("git") is not None, "git is needed to list the tracked files")
+    require_binary("git")
     src = tmp_path_factory.mktemp("src")
     for rel in _shipped_by_git():
         (src / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -501,3 +501,4 @@ def test_lm_eval_cli_end_to_end(tmp_path: Path, exec_cache: str) -> None:
         cwd=ROOT,
     )
     assert refused.returncode != 0
+    assert "marked as unsafe" in refused.stderr, refused.stderr[-2000:]
