@@ -27,7 +27,6 @@ MISSING = "MISSING"
 #: Statuses that count as a passing test (an expected failure is the test doing its job).
 PASSING = frozenset({PASSED, XFAIL})
 
-_STATUSES = (PASSED, FAILED, ERROR, SKIPPED, XFAIL, XPASS)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S.*)$")
 _VERBOSE_LINE = re.compile(
@@ -42,20 +41,28 @@ class RunnerLog:
     entries: list[tuple[str, str]] = field(default_factory=list)
 
     def status_of(self, test_id: str) -> str:
-        """Status of `test_id` (last report wins), or MISSING.
-
-        A FAILED/ERROR line carries `` - message`` after the id and ids may themselves contain
-        spaces (parametrised tests), so a line matches when it is the id or starts with
-        ``id + " - "``.
-        """
-        found = MISSING
-        for status, rest in self.entries:
-            if rest == test_id or rest.startswith(test_id + " - "):
-                found = status
-        return found
+        """Status of `test_id` (last report wins), or MISSING."""
+        return self.statuses([test_id])[test_id]
 
     def statuses(self, test_ids: Iterable[str]) -> dict[str, str]:
-        return {t: self.status_of(t) for t in test_ids}
+        """Status of each of `test_ids` (last report wins), or MISSING, in one pass over the log.
+
+        A FAILED/ERROR line carries `` - message`` after the id and ids may themselves contain
+        spaces (parametrised tests), so a line matches an id when it is the id or starts with
+        ``id + " - "``. Only the lengths of the wanted ids are tried at each line, so the pass
+        costs lines x distinct id lengths, not lines x ids.
+        """
+        wanted = list(test_ids)
+        ids = set(wanted)
+        lengths = sorted({len(t) for t in ids})
+        found: dict[str, str] = {}
+        for status, rest in self.entries:
+            for n in lengths:
+                if n > len(rest):
+                    break
+                if (n == len(rest) or rest.startswith(" - ", n)) and rest[:n] in ids:
+                    found[rest[:n]] = status
+        return {t: found.get(t, MISSING) for t in wanted}
 
     @property
     def count(self) -> int:

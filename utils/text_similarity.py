@@ -16,11 +16,6 @@ cost microseconds instead of the seconds a quadratic table takes in pure Python.
 from __future__ import annotations
 
 
-def normalise_whitespace(text: str) -> str:
-    """`text` with every whitespace run collapsed to one space and the ends stripped."""
-    return " ".join(text.split())
-
-
 def exact_match(prediction: str, reference: str) -> bool:
     """True when both strings have the same whitespace-separated tokens."""
     return prediction.split() == reference.split()

@@ -12,20 +12,26 @@ from __future__ import annotations
 import shlex
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from execution.limits import Limits
-from execution.repo_tests.model import RepoTestJob, RepoTestOutcome, checkout_dir, decide
+from execution.repo_tests.model import (
+    LOG_TAIL,
+    RepoTestJob,
+    RepoTestOutcome,
+    checkout_dir,
+    decide,
+)
 from execution.repo_tests.patching import apply_patch, has_commit, scratch_copy, touched_files
 from execution.repo_tests.runner import TEST_LIMITS, run_tests
 from execution.sandbox import SandboxError
 from execution.test_log_parsers import get_parser
 
 DEFAULT_TEST_CMD = "python -m pytest -rA"
-_TAIL = 4000
 
 
 @dataclass(frozen=True)
@@ -83,11 +89,20 @@ def preflight(jobs: Iterable[RepoTestJob], config: LocalConfig) -> list[str]:
 
 def _tail(data: bytes | str) -> str:
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    return text[-_TAIL:]
+    return text[-LOG_TAIL:]
 
 
-def grade_one(job: RepoTestJob, config: LocalConfig) -> RepoTestOutcome:
-    outcome = RepoTestOutcome(id=job.id, backend="local")
+@dataclass
+class _TestRun:
+    """What the test step left for `decide`: nothing when an earlier step stopped the job."""
+
+    statuses: Mapping[str, str] = field(default_factory=dict)
+    killed: str | None = None  # the limit the test command had to be stopped at
+    note: str = ""  # a limit hit that does not void the result, written before the detail
+
+
+def _run_job(job: RepoTestJob, config: LocalConfig, outcome: RepoTestOutcome) -> _TestRun:
+    """Prepare, patch and test one job, recording each step in `outcome`."""
     source = checkout_dir(config.repos_dir, job.repo)
     with tempfile.TemporaryDirectory(prefix="repo-tests-") as tmp:
         work = Path(tmp) / "repo"
@@ -95,13 +110,13 @@ def grade_one(job: RepoTestJob, config: LocalConfig) -> RepoTestOutcome:
             scratch_copy(source, job.base_commit, work)
         except (RuntimeError, OSError) as exc:
             outcome.error = f"cannot prepare {job.repo} at {job.base_commit}: {exc}"
-            return decide(outcome, {}, job.fail_to_pass, job.pass_to_pass)
+            return _TestRun()
         applied = apply_patch(work, job.patch)
         outcome.apply_method = applied.method
         if not applied.ok:
             outcome.detail = "patch did not apply"
             outcome.log_tail = _tail(applied.log)
-            return decide(outcome, {}, job.fail_to_pass, job.pass_to_pass)
+            return _TestRun()
         outcome.patch_applied = True
         for path, content in job.expected_files:
             target = work / path
@@ -115,12 +130,12 @@ def grade_one(job: RepoTestJob, config: LocalConfig) -> RepoTestOutcome:
                     f"after `{applied.method}`, {path} is not the expected content "
                     "(hunks applied elsewhere, or the task's file content disagrees with its patch)"
                 )
-                return decide(outcome, {}, job.fail_to_pass, job.pass_to_pass)
+                return _TestRun()
         tests = apply_patch(work, job.test_patch, allow_fuzz=False)
         if not tests.ok:
             outcome.error = "the task's test patch did not apply on top of the patch"
             outcome.log_tail = _tail(tests.log)
-            return decide(outcome, {}, job.fail_to_pass, job.pass_to_pass)
+            return _TestRun()
         argv = [*config.test_cmd, *target_files(job)]
         try:
             ran = run_tests(
@@ -128,7 +143,7 @@ def grade_one(job: RepoTestJob, config: LocalConfig) -> RepoTestOutcome:
             )
         except SandboxError as exc:
             outcome.error = f"sandbox failure: {exc}"
-            return decide(outcome, {}, job.fail_to_pass, job.pass_to_pass)
+            return _TestRun()
         outcome.isolation = dict(ran.isolation)
         outcome.command = {
             "argv": argv,
@@ -147,18 +162,27 @@ def grade_one(job: RepoTestJob, config: LocalConfig) -> RepoTestOutcome:
         log = get_parser(config.log_parser)(stdout)
         outcome.tests_run = log.count
         outcome.log_tail = _tail(stdout + "\n" + ran.stderr.decode("utf-8", "replace"))
-        statuses = log.statuses([*job.fail_to_pass, *job.pass_to_pass])
-        decided = decide(outcome, statuses, job.fail_to_pass, job.pass_to_pass)
+        run = _TestRun(statuses=log.statuses([*job.fail_to_pass, *job.pass_to_pass]))
         if ran.timed_out:
-            # A run that had to be killed is never resolved, even when every wanted test was
-            # reported passed before it hung (e.g. on a thread that never ends), as in SWE-bench.
-            decided.resolved = False
-            decided.detail = (
-                f"test command hit its {ran.timeout_kind or ''} time limit; {decided.detail}"
-            )
+            run.killed = f"test command hit its {ran.timeout_kind or ''} time limit"
         elif ran.memory_exceeded:
-            decided.detail = f"test command hit its memory limit; {decided.detail}"
-        return decided
+            run.note = "test command hit its memory limit"
+        return run
+
+
+def grade_one(job: RepoTestJob, config: LocalConfig) -> RepoTestOutcome:
+    """One job's outcome; never raises: a crash of the grading code becomes its grading error,
+    so an engine bug cannot lose the other jobs' outcomes."""
+    outcome = RepoTestOutcome(id=job.id, backend="local")
+    try:
+        run = _run_job(job, config, outcome)
+    except Exception as exc:
+        outcome = RepoTestOutcome(id=job.id, backend="local", error=f"grader crashed: {exc!r}")
+        run = _TestRun()
+    decide(outcome, run.statuses, job.fail_to_pass, job.pass_to_pass, killed=run.killed)
+    if run.note:
+        outcome.detail = f"{run.note}; {outcome.detail}"
+    return outcome
 
 
 def grade_many(
@@ -169,19 +193,15 @@ def grade_many(
     """Grade every job (in parallel, `config.workers` at a time); outcomes in input order."""
     results: list[RepoTestOutcome | None] = [None] * len(jobs)
     done = 0
+    lock = threading.Lock()
 
     def one(index: int) -> None:
         nonlocal done
-        try:
-            results[index] = grade_one(jobs[index], config)
-        except Exception as exc:  # an engine bug must not lose the other jobs' outcomes
-            failed = RepoTestOutcome(
-                id=jobs[index].id, backend="local", error=f"grader crashed: {exc!r}"
-            )
-            results[index] = decide(failed, {}, jobs[index].fail_to_pass, jobs[index].pass_to_pass)
-        done += 1
-        if progress:
-            progress(done, len(jobs))
+        results[index] = grade_one(jobs[index], config)
+        with lock:  # reports stay in order and none is lost between the threads
+            done += 1
+            if progress:
+                progress(done, len(jobs))
 
     with ThreadPoolExecutor(max_workers=max(1, config.workers)) as pool:
         list(pool.map(one, range(len(jobs))))

@@ -16,6 +16,9 @@ from typing import Any
 
 from execution.test_log_parsers import PASSING
 
+#: Characters of a log kept in an outcome's `log_tail` (both backends).
+LOG_TAIL = 4000
+
 
 @dataclass(frozen=True)
 class RepoTestJob:
@@ -63,8 +66,15 @@ def decide(
     statuses: Mapping[str, str],
     fail_to_pass: Sequence[str],
     pass_to_pass: Sequence[str],
+    *,
+    killed: str | None = None,
 ) -> RepoTestOutcome:
-    """Fill the F2P/P2P counts and `resolved` from per-test statuses (MISSING counts as failed)."""
+    """Fill the F2P/P2P counts and `resolved` from per-test statuses (MISSING counts as failed).
+
+    `killed` says why the test run had to be stopped (a time limit): such a run is never
+    resolved, even when every wanted test was reported passed before it hung (e.g. on a thread
+    that never ends), as in SWE-bench, and the reason leads the detail.
+    """
     outcome.test_status = {t: statuses.get(t, "MISSING") for t in (*fail_to_pass, *pass_to_pass)}
     f2p = sum(outcome.test_status[t] in PASSING for t in fail_to_pass)
     p2p = sum(outcome.test_status[t] in PASSING for t in pass_to_pass)
@@ -82,6 +92,9 @@ def decide(
             f"FAIL_TO_PASS {f2p}/{len(fail_to_pass)} passed, "
             f"PASS_TO_PASS {p2p}/{len(pass_to_pass)} passed"
         )
+    if killed:
+        outcome.resolved = False
+        outcome.detail = f"{killed}; {outcome.detail}"
     return outcome
 
 

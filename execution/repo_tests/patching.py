@@ -118,7 +118,8 @@ def has_commit(repo: Path, commit: str) -> bool:
 
 
 def touched_files(patch: str) -> list[str]:
-    """Paths a unified diff changes (from its `+++ b/...` lines, else `diff --git` headers)."""
+    """Paths a unified diff creates or changes, from its `+++ ...` lines (`b/` dropped, deleted
+    files and diffs without such lines, e.g. pure renames or mode changes, give none)."""
     paths: list[str] = []
     for line in patch.split("\n"):  # not splitlines: \x0c etc. are not line ends in a diff
         if line.startswith("+++ "):

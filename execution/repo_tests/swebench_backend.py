@@ -45,7 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from execution.repo_tests.model import RepoTestJob, RepoTestOutcome, decide
+from execution.repo_tests.model import LOG_TAIL, RepoTestJob, RepoTestOutcome, decide
+from execution.test_log_parsers import FAILED, PASSED, SKIPPED
 
 PINNED_VERSION = "4.1.0"
 HARNESS_MODULE = "swebench.harness.run_evaluation"
@@ -79,6 +80,11 @@ class SwebenchConfig:
     allow_pull: bool = False  # let the harness pull missing images instead of refusing
     python: str = sys.executable
     harness_timeout_s: float | None = None  # whole-run limit for the harness process
+
+
+def _instance_id(job: RepoTestJob) -> str:
+    """The SWE-bench instance a job grades (its own id when the task data names none)."""
+    return job.extra.get("instance_id", job.id)
 
 
 def arch() -> str:
@@ -172,9 +178,7 @@ def missing_images(jobs: Sequence[RepoTestJob], namespace: str | None) -> list[s
         return []  # the harness builds images itself
     res = _docker(["image", "ls", "--format", "{{.Repository}}:{{.Tag}}"], timeout=120)
     present = set(res.stdout.split())
-    wanted = sorted(
-        {instance_image(job.extra.get("instance_id", job.id), namespace) for job in jobs}
-    )
+    wanted = sorted({instance_image(_instance_id(job), namespace) for job in jobs})
     return [image for image in wanted if image not in present]
 
 
@@ -219,7 +223,7 @@ def instance_record(job: RepoTestJob) -> dict[str, Any]:
     record: dict[str, Any] = {name: extra.get(name, "") for name in INSTANCE_FIELDS}
     record.update(
         repo=job.repo,
-        instance_id=extra.get("instance_id", job.id),
+        instance_id=_instance_id(job),
         base_commit=job.base_commit,
         patch=extra.get("gold_patch", ""),
         test_patch=job.test_patch,
@@ -265,7 +269,7 @@ def read_outcome(
     job: RepoTestJob, directory: Path, run_id: str, model_name: str
 ) -> RepoTestOutcome:
     """One job's outcome from the harness's files in `directory` (its working directory)."""
-    instance_id = job.extra.get("instance_id", job.id)
+    instance_id = _instance_id(job)
     outcome = RepoTestOutcome(id=job.id, backend="swebench")
     outcome.command = {"harness": HARNESS_MODULE, "run_id": run_id, "work_dir": str(directory)}
     inst_dir = directory / "logs" / "run_evaluation" / run_id / _model_dir(model_name) / instance_id
@@ -276,47 +280,44 @@ def read_outcome(
         try:
             entry = json.loads(report_file.read_text(encoding="utf-8"))[instance_id]
             outcome.patch_applied = bool(entry["patch_successfully_applied"])
-            outcome.resolved = bool(entry["resolved"])
+            resolved = bool(entry["resolved"])
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             outcome.error = f"unreadable harness report {report_file}: {exc!r}"
             return outcome
-        status: dict[str, str] = {}
+        reported: dict[str, str] = {}
         for group in ("FAIL_TO_PASS", "PASS_TO_PASS"):
             lists = entry.get("tests_status", {}).get(group, {})
-            status.update({t: "PASSED" for t in lists.get("success", [])})
-            status.update({t: "FAILED" for t in lists.get("failure", [])})
-        # The harness leaves tests it saw skipped out of both lists.
-        outcome.test_status = {t: status.get(t, "SKIPPED") for t in (*f2p, *p2p)}
-        outcome.tests_run = len(status)
-        outcome.fail_to_pass_passed = sum(status.get(t) == "PASSED" for t in f2p)
-        outcome.pass_to_pass_passed = sum(status.get(t) == "PASSED" for t in p2p)
+            reported.update({t: PASSED for t in lists.get("success", [])})
+            reported.update({t: FAILED for t in lists.get("failure", [])})
+        outcome.tests_run = len(reported)
         outcome.apply_method = "swebench harness"
-        outcome.detail = (
-            f"FAIL_TO_PASS {outcome.fail_to_pass_passed}/{len(f2p)} passed, "
-            f"PASS_TO_PASS {outcome.pass_to_pass_passed}/{len(p2p)} passed"
-            if outcome.patch_applied
-            else "patch did not apply"
-        )
+        if not outcome.patch_applied:
+            outcome.detail = "patch did not apply"
+        # The harness leaves tests it saw skipped out of both lists.
+        decide(outcome, {t: reported.get(t, SKIPPED) for t in (*f2p, *p2p)}, f2p, p2p)
+        outcome.resolved = resolved  # the harness's own verdict is authoritative
         return outcome
     log_file = inst_dir / "run_instance.log"
     log = log_file.read_text(encoding="utf-8", errors="replace") if log_file.is_file() else ""
-    outcome.log_tail = log[-4000:]
+    outcome.log_tail = log[-LOG_TAIL:]
     apply_failed = _APPLY_FAILED.search(log)
     timeout_s = timed_out_after(log, instance_id)
     if apply_failed:
         outcome.detail = "patch did not apply"
         # From the marker on: the tools' complaint, not the tracebacks logged after it.
-        outcome.log_tail = log[apply_failed.start() :][:4000]
+        outcome.log_tail = log[apply_failed.start() :][:LOG_TAIL]
     elif timeout_s is not None:
         outcome.patch_applied = True  # the harness runs the tests only after applying the patch
         outcome.apply_method = "swebench harness"
         outcome.command["timed_out"] = True
         test_output = inst_dir / "test_output.txt"
         if test_output.is_file():
-            outcome.log_tail = test_output.read_text(encoding="utf-8", errors="replace")[-4000:]
-        decide(outcome, {}, f2p, p2p)  # no test result is known: every test counts as failed
-        outcome.detail = (
-            f"tests exceeded the harness's {timeout_s} s time limit; counted as unresolved"
+            text = test_output.read_text(encoding="utf-8", errors="replace")
+            outcome.log_tail = text[-LOG_TAIL:]
+        # No test result is known, so every test counts as failed and the counts say nothing.
+        outcome.detail = "counted as unresolved"
+        decide(
+            outcome, {}, f2p, p2p, killed=f"tests exceeded the harness's {timeout_s} s time limit"
         )
     elif log:
         outcome.error = f"the harness stopped before grading this instance (see {log_file})"
@@ -342,7 +343,7 @@ def _rounds(jobs: Sequence[RepoTestJob]) -> list[list[int]]:
     rounds: list[list[int]] = []
     seen: list[set[str]] = []
     for index, job in enumerate(jobs):
-        instance_id = job.extra.get("instance_id", job.id)
+        instance_id = _instance_id(job)
         for members, ids in zip(rounds, seen, strict=True):
             if instance_id not in ids:
                 members.append(index)
@@ -380,11 +381,14 @@ def grade_many(
             except subprocess.TimeoutExpired:
                 log.write(f"\nharness killed after {config.harness_timeout_s} s\n")
         harness_log = directory / "harness.log"
+        harness_tail: str | None = None  # read once, and only when some job needs it
         for index in members:
             outcome = read_outcome(jobs[index], directory, run_id, config.model_name)
             if outcome.error and not outcome.log_tail:
-                text = harness_log.read_text(encoding="utf-8", errors="replace")
-                outcome.log_tail = text[-4000:]
+                if harness_tail is None:
+                    text = harness_log.read_text(encoding="utf-8", errors="replace")
+                    harness_tail = text[-LOG_TAIL:]
+                outcome.log_tail = harness_tail
                 outcome.error += f"; the harness's own output is in {harness_log}"
             results[index] = outcome
     return [r for r in results if r is not None]

@@ -83,8 +83,11 @@ def format_from(kwargs: Mapping[str, Any]) -> fim.FimFormat:
     return fim.load_format(user)
 
 
-def build_docs(**kwargs: Any) -> list[dict[str, Any]]:
-    """The task's documents (see the module docstring)."""
+def rows_from(kwargs: Mapping[str, Any]) -> tuple[data.Source, list[dict[str, Any]]]:
+    """The rows a run selects and where they came from: the local file `sg_infilling_data` (or
+    `SG_INFILLING_DATA`), else the Hub file `sg_infilling_hub_file` at `sg_infilling_revision`,
+    cut to the first `sg_infilling_limit` rows. The tasks and the oracle check both read rows
+    here, so the oracle checks the rows the tasks grade."""
     source = data.resolve_source(
         lookup(kwargs, "sg_infilling_data", env="SG_INFILLING_DATA"),
         hub_file=lookup(kwargs, "sg_infilling_hub_file"),
@@ -94,6 +97,12 @@ def build_docs(**kwargs: Any) -> list[dict[str, Any]]:
     limit = lookup(kwargs, "sg_infilling_limit")
     if limit is not None:
         rows = rows[: int(limit)]
+    return source, rows
+
+
+def build_docs(**kwargs: Any) -> list[dict[str, Any]]:
+    """The task's documents (see the module docstring)."""
+    source, rows = rows_from(kwargs)
     fmt = format_from(kwargs)
     execute = as_bool(kwargs.get("sg_infilling_exec", False), "sg_infilling_exec")
     grading = GradingSettings.from_kwargs(kwargs) if execute else None

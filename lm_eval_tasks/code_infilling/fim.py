@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -241,7 +241,6 @@ class PackedPrompt:
     suffix_chars: int  # characters of the suffix kept (its start)
     snippets_kept: int
     snippets_total: int
-    info: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -295,7 +294,7 @@ def keep_head(text: str, cap: float, measure: Callable[[str], int]) -> str:
     return kept
 
 
-def _values(fmt: FimFormat, repo: str, file_path: str) -> dict[str, str]:
+def _values(repo: str, file_path: str) -> dict[str, str]:
     language, tag = language_of(file_path)
     return {"repo": repo, "file_path": file_path, "language": language, "language_tag": tag}
 
@@ -330,7 +329,7 @@ def render(
     snippets: Sequence[Snippet] = (),
 ) -> str:
     """The prompt with everything given, no budget applied."""
-    values = _values(fmt, repo, file_path)
+    values = _values(repo, file_path)
     values.update(context=render_context(fmt, snippets, file_path), prefix=prefix, suffix=suffix)
     return _fill(fmt.template, values)
 

@@ -17,14 +17,15 @@ import json
 import sys
 from typing import Any
 
-from lm_eval_tasks.code_infilling import data
+from lm_eval_tasks.code_infilling.docs import rows_from
 from lm_eval_tasks.code_infilling.grading import GradingSettings, grade, preflight
 
 
 def run(kwargs: dict[str, Any], limit: int | None = None) -> list[dict[str, Any]]:
-    """Outcome records of the gold middles of the rows selected by `kwargs`."""
-    source = data.resolve_source(kwargs.get("sg_infilling_data"))
-    rows = data.load_rows(source.path)[:limit]
+    """Outcome records of the gold middles of the rows selected by `kwargs` (as the tasks
+    select them, see `docs.rows_from`), the first `limit` of them when given."""
+    _, rows = rows_from(kwargs)
+    rows = rows[:limit]
     settings = GradingSettings.from_kwargs(kwargs)
     preflight(rows, settings)
     for row in rows:
@@ -39,7 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         "--repos-dir", help="folder of <owner>__<name> git checkouts (local grader)"
     )
     parser.add_argument("--test-cmd", help="test command (local grader)")
-    parser.add_argument("--data", help="local parquet or JSONL file (default: the Hub file)")
+    parser.add_argument(
+        "--data",
+        help="local parquet or JSONL file (default: $SG_INFILLING_DATA, else the Hub file)",
+    )
     parser.add_argument("--limit", type=int, help="first N rows only")
     parser.add_argument("--workers", type=int)
     parser.add_argument("--output", help="write one JSON outcome per line here")

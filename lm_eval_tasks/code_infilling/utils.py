@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Any
@@ -16,9 +17,15 @@ def load(**kwargs: Any) -> dict[str, Any]:
     return _docs.build_dataset(**kwargs)
 
 
+@functools.lru_cache(maxsize=16)
+def _format(fmt_json: str) -> fim.FimFormat:
+    """A document's format, parsed once per distinct JSON (every document of a task shares it)."""
+    return fim.FimFormat.from_dict("task", json.loads(fmt_json))
+
+
 def _middle(resp: Any, doc: dict[str, Any]) -> str:
     text = resp[0] if isinstance(resp, list | tuple) else resp
-    fmt = fim.FimFormat.from_dict("task", json.loads(doc["fim_format"]))
+    fmt = _format(doc["fim_format"])
     return fim.clean_generation(
         fmt, str(text), prefix=doc["prefix"], suffix=doc["suffix"], file_path=doc["file_path"]
     )
