@@ -1,29 +1,51 @@
 """Sandboxed, parallel, cached judge of stdin/stdout programs in 11 languages.
 
 Public API: `Engine` (judge / judge_many), the data model (`Job`, `TestCase`, `Result`,
-`Verdict`), `resolve` (language name -> runtime) and `ENGINE_VERSION`. `toolchains` lists the
-Debian packages the runtimes need (also in `toolchains.txt`, used by `make toolchains`).
+`Verdict`), `resolve` (language name -> runtime) and `ENGINE_VERSION`. The names are loaded on
+first use, so importing a light submodule (e.g. `execution.errors`) does not load the engine.
+The Debian packages the runtimes need are listed in `toolchains.txt` (used by `make toolchains`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from execution.engine import Engine
-from execution.languages import Runtime, UnknownLanguageError, resolve, runtimes
-from execution.types import CompileResult, Job, Result, TestCase, TestResult, Verdict
-from execution.version import ENGINE_VERSION
+if TYPE_CHECKING:
+    from execution.engine import Engine
+    from execution.languages import Runtime, UnknownLanguageError, resolve, runtimes
+    from execution.types import CompileResult, Job, Result, TestCase, TestResult, Verdict
+    from execution.version import ENGINE_VERSION
+
+#: public name -> the submodule that defines it
+_EXPORTS: dict[str, str] = {
+    "ENGINE_VERSION": "execution.version",
+    "CompileResult": "execution.types",
+    "Engine": "execution.engine",
+    "Job": "execution.types",
+    "Result": "execution.types",
+    "Runtime": "execution.languages",
+    "TestCase": "execution.types",
+    "TestResult": "execution.types",
+    "UnknownLanguageError": "execution.languages",
+    "Verdict": "execution.types",
+    "resolve": "execution.languages",
+    "runtimes": "execution.languages",
+}
 
 
-def _read_toolchains() -> list[str]:
-    try:
-        text = Path(__file__).with_name("toolchains.txt").read_text()
-    except OSError:  # an install without package data: the engine still works
-        return []
-    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'execution' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
 
-toolchains: list[str] = _read_toolchains()
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "ENGINE_VERSION",
@@ -38,5 +60,4 @@ __all__ = [
     "Verdict",
     "resolve",
     "runtimes",
-    "toolchains",
 ]

@@ -86,7 +86,7 @@ def run_batch(
         def on_progress(done: int, _total: int) -> None:
             progress.update(base + done)
 
-        results = engine.judge_many(list(fresh.values()), progress=on_progress)
+        results = engine.judge_many(list(fresh.values()), progress=on_progress, keys=list(fresh))
         finished += len(fresh)
         for key, result in zip(fresh, results, strict=True):
             memo[key] = result

@@ -13,6 +13,7 @@ engine's failure, not the program's, and must be retried.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -33,11 +34,32 @@ class _HasFingerprint(Protocol):
 Fingerprint = str | _HasFingerprint
 
 
-def default_cache_dir() -> Path:
-    """`$CODE_EVAL_CACHE/exec`, else `~/.cache/code_eval_taskpack/exec`."""
+def cache_root() -> Path:
+    """The project's one cache directory: `$CODE_EVAL_CACHE`, else `~/.cache/code_eval_taskpack`.
+
+    Everything cached lives below it: results (`exec/`), the sandbox launcher (`launcher/`),
+    downloads (`urls/`)."""
     base = os.environ.get("CODE_EVAL_CACHE")
-    root = Path(base) if base else Path.home() / ".cache" / "code_eval_taskpack"
-    return root / "exec"
+    return Path(base) if base else Path.home() / ".cache" / "code_eval_taskpack"
+
+
+def default_cache_dir() -> Path:
+    """Where judged results are cached: `<cache_root>/exec`."""
+    return cache_root() / "exec"
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write `data` to `path` via a temporary file + os.replace: a reader (or a process killed
+    mid-write) sees the old file or the whole new one, never a torn one. Raises OSError."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def job_key(job: Job, fingerprint: Fingerprint) -> str:
@@ -130,23 +152,14 @@ class ResultCache:
             "result": {**result.to_dict(), "cached": False, "id": ""},
         }
         path = self.path_for(key)
-        tmp = ""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="ascii") as fh:
-                json.dump(data, fh)  # ASCII escapes keep lone surrogates of odd output storable
-            os.replace(tmp, path)
+            # ASCII escapes (json's default) keep lone surrogates of odd output storable
+            atomic_write(path, json.dumps(data).encode("ascii"))
         except OSError:
-            # A full or read-only disk costs a re-judge later, never a verdict now.
-            if tmp:
-                Path(tmp).unlink(missing_ok=True)
-            return False
+            return False  # a full or read-only disk costs a re-judge later, never a verdict now
         self._count("stores")
         return True
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self.path_for(key).is_file()
 
     def _count(self, name: str) -> None:
         with self._lock:

@@ -16,14 +16,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from execution.cache import atomic_write
 from execution.version import ENGINE_VERSION
 
 MAX_MEMORY_BYTES = 256 * 1024 * 1024
@@ -37,6 +36,11 @@ class CompiledEntry:
     detail: str
     time_s: float
     archive: bytes | None  # tar of the work dir after a successful compile
+
+    @property
+    def size(self) -> int:
+        """What the entry costs the memory layer (archive and captured output)."""
+        return len(self.archive or b"") + len(self.stderr) + len(self.stdout)
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -111,31 +115,19 @@ class CompileCache:
         with contextlib.suppress(OSError):  # a full disk costs a recompile, never a verdict
             meta_path.parent.mkdir(parents=True, exist_ok=True)
             if entry.archive is not None:
-                _atomic_write(tar_path, entry.archive)
-            _atomic_write(meta_path, json.dumps(entry.meta()).encode())
+                atomic_write(tar_path, entry.archive)
+            atomic_write(meta_path, json.dumps(entry.meta()).encode())
 
     def _remember(self, key: str, entry: CompiledEntry) -> None:
-        size = len(entry.archive or b"") + len(entry.stderr) + len(entry.stdout)
+        size = entry.size
         if size > self.max_bytes:
             return
         with self._lock:
             old = self._mem.pop(key, None)
             if old is not None:
-                self._bytes -= len(old.archive or b"") + len(old.stderr) + len(old.stdout)
+                self._bytes -= old.size
             self._mem[key] = entry
             self._bytes += size
             while self._bytes > self.max_bytes and self._mem:
                 _, gone = self._mem.popitem(last=False)
-                self._bytes -= len(gone.archive or b"") + len(gone.stderr) + len(gone.stdout)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+                self._bytes -= gone.size

@@ -11,7 +11,6 @@ program's fault); only caller errors such as an unknown language raise.
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import traceback
 from collections.abc import Callable, Sequence
@@ -19,19 +18,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from execution.cache import ResultCache, job_key
+from execution.compare import MODES
 from execution.compile_cache import CompileCache
 from execution.languages import Runtime, resolve
+from execution.limits import cpu_count
 from execution.runner import judge_with
 from execution.types import Job, Result, Verdict
-
-COMPARATORS = ("default", "execeval")
-
-
-def cpu_count() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 class Engine:
@@ -43,8 +35,8 @@ class Engine:
         cache: ResultCache | str | Path | None = None,
         comparator: str = "default",
     ) -> None:
-        if comparator not in COMPARATORS:
-            raise ValueError(f"unknown comparator {comparator!r}; use one of {COMPARATORS}")
+        if comparator not in MODES:
+            raise ValueError(f"unknown comparator {comparator!r}; use one of {MODES}")
         self.workers = max(1, int(workers)) if workers else cpu_count()
         if cache is None or isinstance(cache, ResultCache):
             self.cache = cache
@@ -55,11 +47,13 @@ class Engine:
         self.compiled = CompileCache(self.cache.root / "compiled" if self.cache else None)
         self.judged = 0  # programs actually run (not served from the cache), for reporting
         self._lock = threading.Lock()
+        # one program per worker at a time, however many threads call judge() / judge_many()
+        self._slots = threading.BoundedSemaphore(self.workers)
 
     # -- single job -------------------------------------------------------------------------
 
     def _effective(self, job: Job) -> tuple[Job, Runtime]:
-        if job.comparator not in COMPARATORS:
+        if job.comparator not in MODES:
             raise ValueError(f"job {job.id!r}: unknown comparator {job.comparator!r}")
         runtime = resolve(job.language)  # raises UnknownLanguageError
         if job.comparator == "default" and self.comparator != "default":
@@ -69,37 +63,40 @@ class Engine:
     def judge(self, job: Job) -> Result:
         """Judge one program (cache first)."""
         eff, runtime = self._effective(job)
-        return self._judge_resolved(eff, runtime, job.id)
+        key = job_key(eff, runtime) if self.cache is not None else ""
+        return self._judge_resolved(eff, runtime, key, job.id)
 
-    def _judge_resolved(self, job: Job, runtime: Runtime, job_id: str) -> Result:
+    def _judge_resolved(self, job: Job, runtime: Runtime, key: str, job_id: str) -> Result:
+        """Judge a resolved job whose cache key is `key` (computed once by the caller)."""
         if self.cache is not None:
-            hit = self.cache.get(job, runtime)
+            hit = self.cache.get_key(key)
             if hit is not None:
                 hit.id = job_id
                 return hit
         result = self._run(job, runtime)
         result.id = job_id
         if self.cache is not None:
-            self.cache.put(job, runtime, result)
+            self.cache.put_key(key, result)
         return result
 
     def _run(self, job: Job, runtime: Runtime) -> Result:
-        with self._lock:
-            self.judged += 1
-        try:
-            if not runtime.available:
+        with self._slots:
+            with self._lock:
+                self.judged += 1
+            try:
+                if not runtime.available:
+                    return Result(
+                        verdict=Verdict.INFRA_ERROR,
+                        runtime=runtime.info(),
+                        detail=f"runtime {runtime.name} unavailable: {runtime.reason}",
+                    )
+                return judge_with(runtime, job, self.compiled)
+            except Exception as exc:  # an engine bug must not become the program's fault
                 return Result(
                     verdict=Verdict.INFRA_ERROR,
-                    runtime=runtime.info(),
-                    detail=f"runtime {runtime.name} unavailable: {runtime.reason}",
+                    runtime=_safe_info(runtime),
+                    detail=f"engine error: {exc!r}\n{traceback.format_exc(limit=5)}",
                 )
-            return judge_with(runtime, job, job.comparator, self.compiled)
-        except Exception as exc:  # an engine bug must not become the program's fault
-            return Result(
-                verdict=Verdict.INFRA_ERROR,
-                runtime=_safe_info(runtime),
-                detail=f"engine error: {exc!r}\n{traceback.format_exc(limit=5)}",
-            )
 
     # -- batches ----------------------------------------------------------------------------
 
@@ -107,12 +104,20 @@ class Engine:
         self,
         jobs: Sequence[Job],
         progress: Callable[[int, int], None] | None = None,
+        keys: Sequence[str] | None = None,
     ) -> list[Result]:
-        """Judge every job (results in input order); identical jobs are judged once."""
+        """Judge every job (results in input order); identical jobs are judged once.
+
+        `keys`, when given, are the jobs' cache keys (`job_key` of each job as this engine
+        judges it), so a caller that already computed them does not hash every job again."""
         prepared = [self._effective(j) for j in jobs]  # unknown languages fail before any work
+        if keys is None:
+            keys = [job_key(eff, rt) for eff, rt in prepared]
+        elif len(keys) != len(jobs):
+            raise ValueError(f"{len(keys)} keys for {len(jobs)} jobs")
         groups: dict[str, list[int]] = {}
-        for i, (eff, rt) in enumerate(prepared):
-            groups.setdefault(job_key(eff, rt), []).append(i)
+        for i, key in enumerate(keys):
+            groups.setdefault(key, []).append(i)
         results: list[Result | None] = [None] * len(jobs)
         total = len(jobs)
         done = 0
@@ -121,15 +126,14 @@ class Engine:
         pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="judge")
         try:
             futures = {
-                pool.submit(self._judge_resolved, prepared[idx[0]][0], prepared[idx[0]][1], ""): idx
-                for idx in groups.values()
+                pool.submit(self._judge_resolved, *prepared[idx[0]], key, ""): idx
+                for key, idx in groups.items()
             }
             for fut in as_completed(futures):
                 idx = futures[fut]
                 res = fut.result()
                 for n, i in enumerate(idx):
                     r = res if n == 0 else Result.from_dict(res.to_dict())
-                    r.cached = res.cached
                     r.id = jobs[i].id
                     results[i] = r
                 done += len(idx)

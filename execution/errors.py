@@ -23,6 +23,7 @@ class DataError(ValueError):
         self.path = str(path)
         self.row = row
         self.field = field
+        self.message = message
         where = self.path
         if row is not None:
             where += f", row {row}"

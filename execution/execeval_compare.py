@@ -48,7 +48,9 @@ _DEC = re.compile(
     r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:([e@])([+-]?[0-9]+))?", re.IGNORECASE | re.ASCII
 )
 
-_PLAIN = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+#: a plain decimal literal (sign, digits with an optional point, exponent); also the number
+#: syntax of the default comparator
+DECIMAL_LITERAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 _INTEGRAL = re.compile(r"([+-]?)0*([0-9]{1,38})(?:\.0*)?", re.ASCII)
 
@@ -102,7 +104,7 @@ def execeval_tokens_equal(tok1: str, tok2: str) -> bool:
     int1, int2 = _INTEGRAL.fullmatch(tok1), _INTEGRAL.fullmatch(tok2)
     if int1 and int2:  # integral values below 10**38 < 2**129 are exact: equal iff same value
         return _signed(int1) == _signed(int2)
-    if _PLAIN.fullmatch(tok1) and _PLAIN.fullmatch(tok2):
+    if DECIMAL_LITERAL.fullmatch(tok1) and DECIMAL_LITERAL.fullmatch(tok2):
         # Fast path: doubles decide whenever they are clearly on one side of the tolerance
         # (their error is below 1e-15 of the operands); the exact path settles the rest.
         x, y = float(tok1), float(tok2)

@@ -78,7 +78,9 @@ def job_from_record(
     lang_field = "language" if "language" in raw or "lang" not in raw else "lang"
     language = raw.get(lang_field)
     if not isinstance(language, str) or not language.strip():
-        raise DataError(path, "missing language", row=row, field=lang_field)
+        raise DataError(
+            path, f"{lang_field!r} is required (a non-empty string)", row=row, field=lang_field
+        )
     try:
         resolve(language)
     except UnknownLanguageError as exc:
@@ -90,17 +92,17 @@ def job_from_record(
     kwargs: dict[str, Any] = {}
     time_limit = raw.get("time_limit_s")
     if time_limit is not None:
-        if not _positive_number(time_limit) or time_limit > MAX_TIME_LIMIT_S:
+        if not positive_number(time_limit) or time_limit > MAX_TIME_LIMIT_S:
             raise DataError(
                 path,
-                f"must be a number in (0, {MAX_TIME_LIMIT_S:g}] seconds",
+                f"must be a positive number of seconds, at most {MAX_TIME_LIMIT_S:g}",
                 row=row,
                 field="time_limit_s",
             )
         kwargs["time_limit_s"] = float(time_limit)
     memory = raw.get("memory_limit_mb")
     if memory is not None:
-        if not _positive_number(memory) or memory < 1:
+        if not positive_number(memory) or memory < 1:
             raise DataError(
                 path, "must be a positive number of MB", row=row, field="memory_limit_mb"
             )
@@ -134,7 +136,8 @@ def read_jobs(path: str | Path, comparator: str = "default") -> Iterator[tuple[i
         yield lineno, job_from_record(raw, path, lineno, comparator)
 
 
-def _positive_number(value: Any) -> bool:
+def positive_number(value: Any) -> bool:
+    """A finite number > 0 (a bool is not a number here)."""
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)

@@ -26,15 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from execution.sandbox import is_system_path
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 REGISTRY_PATH = Path(__file__).with_name("languages.toml")
-#: host directories always visible (read-only) in the sandbox; binaries elsewhere get their
-#: installation prefix bound in addition
-SYSTEM_PREFIXES = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/etc/")
 CLUSTERS = ("C", "C#", "C++", "Go", "Java", "Javascript", "Kotlin", "PHP", "Python", "Ruby", "Rust")
 
 
@@ -65,7 +64,6 @@ class Runtime:
     compile_env: dict[str, str] = field(default_factory=dict)
     run_env: dict[str, str] = field(default_factory=dict)
     time_factor: float = 1.0
-    memory: str = "native"
     as_headroom_mb: int = 0
     compile_memory_mb: int | None = None
     aliases: tuple[str, ...] = ()
@@ -73,12 +71,14 @@ class Runtime:
     version_cmd: tuple[str, ...] = ()
     version_regex: str = ""
     version_jar: str = ""
-    notes: str = ""
     missing_hint: str = ""
+    # the whole registry entry (documentation-only keys such as `memory` and `notes` included):
+    # part of the fingerprint, so any edit of the entry invalidates cached verdicts
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _binary: tuple[str | None, str] | None = field(default=None, repr=False, compare=False)
     _version: str | None = field(default=None, repr=False, compare=False)
+    _fingerprint: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_compiled(self) -> bool:
@@ -136,7 +136,7 @@ class Runtime:
     def extra_ro_paths(self) -> list[str]:
         """Directories outside the system ones that the toolchain needs (read-only)."""
         b = self.binary
-        if b is None or b.startswith(SYSTEM_PREFIXES):
+        if b is None or is_system_path(b):
             return []
         # <prefix>/bin/<tool> -> <prefix> (rustup toolchain dir, pyenv version dir, /opt/x)
         return [str(Path(b).parent.parent)]
@@ -160,9 +160,12 @@ class Runtime:
         return v
 
     def fingerprint(self) -> str:
-        """Identity of the runtime for cache keys: name, binary, version and its registry entry."""
-        entry = hashlib.sha256(json.dumps(self.raw, sort_keys=True).encode()).hexdigest()[:12]
-        return f"{self.name}|{self.binary}|{self.version}|{entry}"
+        """Identity of the runtime for cache keys: name, binary, version and its registry entry
+        (computed once: binary and version are themselves probed once per process)."""
+        if self._fingerprint is None:
+            entry = hashlib.sha256(json.dumps(self.raw, sort_keys=True).encode()).hexdigest()[:12]
+            self._fingerprint = f"{self.name}|{self.binary}|{self.version}|{entry}"
+        return self._fingerprint
 
     def info(self) -> dict[str, Any]:
         """What results record about the runtime."""
@@ -200,6 +203,7 @@ def _is_shim(path: str) -> bool:
     return head.startswith(b"#!") and (b"pyenv" in head or b"asdf" in head)
 
 
+@functools.cache
 def _rustup_real(proxy: str) -> str | None:
     """The toolchain's own rustc behind a rustup proxy (which needs RUSTUP_HOME/CARGO_HOME)."""
     real = os.path.realpath(proxy)
@@ -240,7 +244,9 @@ def _jar_version(binary: str, jar: str) -> str | None:
     return m.group(1) if m else None
 
 
+@functools.cache
 def _probe_version(cmd: tuple[str, ...], regex: str, binary: str) -> str:
+    """The version a toolchain reports (once per process and command: runtimes share binaries)."""
     if not cmd:
         return "unknown"
     argv = [a.format(binary=binary) for a in cmd]
@@ -297,7 +303,6 @@ def load_registry(path: Path = REGISTRY_PATH) -> Registry:
             compile_env={k: str(v) for k, v in raw.get("compile_env", {}).items()},
             run_env={k: str(v) for k, v in raw.get("run_env", {}).items()},
             time_factor=float(raw.get("time_factor", 1)),
-            memory=str(raw.get("memory", "native")),
             as_headroom_mb=int(raw.get("as_headroom_mb", 0)),
             compile_memory_mb=(
                 int(raw["compile_memory_mb"]) if "compile_memory_mb" in raw else None
@@ -307,7 +312,6 @@ def load_registry(path: Path = REGISTRY_PATH) -> Registry:
             version_cmd=tuple(raw.get("version_cmd", ())),
             version_regex=str(raw.get("version_regex", "")),
             version_jar=str(raw.get("version_jar", "")),
-            notes=str(raw.get("notes", "")),
             missing_hint=str(raw.get("missing_hint", "")),
             raw=raw,
         )
@@ -355,16 +359,27 @@ _STRINGS = re.compile(r'"(?:\\.|[^"\\\n])*"')
 _JAVA_PACKAGE = re.compile(r"^\s*package\s+([\w.]+)\s*;", re.M)
 
 
+def java_layout(source: str) -> tuple[str, str]:
+    """(package, main class) of a Java source, from one pass that blanks comments and strings.
+
+    The package is "" for the default package. The main class names the file and is run: the
+    public class, else the class that declares `main`, else "Main"."""
+    code = _STRINGS.sub('""', _COMMENTS.sub(" ", source))
+    m = _JAVA_PACKAGE.search(code)
+    return (m.group(1) if m else "", _main_class(code))
+
+
 def java_package(source: str) -> str:
     """The `package` of a Java source ("" for the default package)."""
-    m = _JAVA_PACKAGE.search(_STRINGS.sub('""', _COMMENTS.sub(" ", source)))
-    return m.group(1) if m else ""
+    return java_layout(source)[0]
 
 
 def java_main_class(source: str) -> str:
-    """The class to name the file after and to run: the public class, else the class that
-    declares `main`, else "Main"."""
-    code = _STRINGS.sub('""', _COMMENTS.sub(" ", source))
+    """The class to name the file after and to run (see `java_layout`)."""
+    return java_layout(source)[1]
+
+
+def _main_class(code: str) -> str:
     m = _JAVA_PUBLIC.search(code)
     if m:
         return m.group(1)

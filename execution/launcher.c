@@ -607,8 +607,6 @@ static void child_exec(struct command *c, int in_fd, int out_fd, int err_fd, int
 
 static int sfd = -1;
 
-static int cur_set;
-
 /* Without a pid namespace: SIGKILL every process listed in the current cgroup set but us. */
 static void kill_cgroup_members(void) {
     if (cur_set < 0 || cg_procs_n[cur_set] == 0) return;

@@ -19,9 +19,18 @@ Every limit below is enforced by a named mechanism (see `execution/README.md`):
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 MB = 1024 * 1024
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on (its affinity mask, not the machine's total)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)

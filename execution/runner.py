@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from execution.compare import outputs_match
 from execution.compile_cache import CompileCache, CompiledEntry, compile_key
-from execution.languages import Runtime, java_main_class, java_package
+from execution.languages import Runtime, java_layout
 from execution.limits import COMPILE_LIMITS, MB, Limits, run_limits
 from execution.sandbox import CommandOutcome, Sandbox, SandboxError, default_env
 from execution.types import CompileResult, Job, Result, TestResult, Verdict
@@ -36,8 +36,7 @@ def source_layout(runtime: Runtime, source_code: str) -> dict[str, str]:
     """Template values for a program: its file name and, for Java, its main class."""
     values = {"class": "Main", "main_class": "Main"}
     if "{class}" in runtime.source or any("{main_class}" in a for a in runtime.run):
-        cls = java_main_class(source_code)
-        pkg = java_package(source_code)
+        pkg, cls = java_layout(source_code)
         values["class"] = cls
         values["main_class"] = f"{pkg}.{cls}" if pkg else cls
     values["source"] = runtime.source.format(**values)
@@ -81,18 +80,11 @@ def test_verdict(out: CommandOutcome) -> tuple[Verdict | None, str]:
     return None, ""
 
 
-def judge_with(
-    runtime: Runtime,
-    job: Job,
-    comparator: str | None = None,
-    compiled: CompileCache | None = None,
-) -> Result:
-    """Judge `job` with `runtime` (already resolved and available); `compiled` caches
-    compilations across jobs."""
-    mode = comparator or job.comparator
+def judge_with(runtime: Runtime, job: Job, compiled: CompileCache | None = None) -> Result:
+    """Judge `job` with `runtime` (already resolved and available) and `job.comparator`;
+    `compiled` caches compilations across jobs."""
     values = source_layout(runtime, job.source_code)
     values["memory_mb"] = str(job.memory_limit_mb)
-    values["stack_mb"] = str(job.memory_limit_mb)
     result = Result(verdict=Verdict.PASSED, runtime=runtime.info(), id=job.id)
     limits = run_limits(
         job.time_limit_s, job.memory_limit_mb, runtime.time_factor, runtime.as_headroom_mb
@@ -110,7 +102,7 @@ def judge_with(
     with sandbox:
         result.isolation = sandbox.isolation_snapshot()
         try:
-            _compile_and_run(sandbox, runtime, job, values, limits, mode, result, compiled)
+            _compile_and_run(sandbox, runtime, job, values, limits, result, compiled)
         except SandboxError as exc:
             result.verdict = Verdict.INFRA_ERROR
             result.detail = f"sandbox failed: {exc}"
@@ -213,7 +205,6 @@ def _compile_and_run(
     job: Job,
     values: dict[str, str],
     limits: Limits,
-    mode: str,
     result: Result,
     compiled: CompileCache | None = None,
 ) -> None:
@@ -237,7 +228,9 @@ def _compile_and_run(
             verdict = Verdict.COMPILATION_ERROR
             detail = f"the compiler produced no runnable program ({out.error})"
         if verdict is None:
-            ok = outputs_match(out.stdout, test.output, mode)  # raw bytes: each mode decodes
+            ok = outputs_match(
+                out.stdout, test.output, job.comparator
+            )  # raw bytes: each mode decodes
             verdict = Verdict.PASSED if ok else Verdict.WRONG_ANSWER
         tr = TestResult(
             verdict=verdict,

@@ -47,7 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from execution import cgroups
-from execution.limits import MB, Limits
+from execution.cache import cache_root
+from execution.limits import MB, Limits, cpu_count
 
 LAUNCHER_SOURCE = Path(__file__).with_name("launcher.c")
 #: tests only: (launcher stage, purpose), e.g. ("setuid", "run"): every command of that purpose
@@ -65,6 +66,15 @@ SYSTEM_RO_PATHS: tuple[str, ...] = (
     "/libx32",
     "/etc",
 )
+
+
+def is_system_path(path: str | os.PathLike[str]) -> bool:
+    """True for a path inside (or equal to) one of SYSTEM_RO_PATHS, which every sandbox sees
+    anyway; compared by whole path components, so `/library` is not under `/lib`."""
+    p = os.fspath(path)
+    return any(p == d or p.startswith(d + "/") for d in SYSTEM_RO_PATHS)
+
+
 #: secrets masked inside the view even though the uid could not read most of them anyway
 MASKED_PATHS: tuple[str, ...] = (
     "/etc/shadow",
@@ -110,11 +120,8 @@ def default_env(home: str = "/box") -> dict[str, str]:
 
 
 def cache_dir() -> Path:
-    """Where the compiled launcher lives: `$CODE_EVAL_CACHE/launcher`, else
-    `~/.cache/code_eval_taskpack/launcher` (next to the result cache)."""
-    base = os.environ.get("CODE_EVAL_CACHE")
-    root = Path(base) if base else Path.home() / ".cache" / "code_eval_taskpack"
-    return root / "launcher"
+    """Where the compiled launcher lives: `<cache_root>/launcher` (next to the result cache)."""
+    return cache_root() / "launcher"
 
 
 # --------------------------------------------------------------------------------------------
@@ -298,7 +305,6 @@ class Sandbox:
         self._io = self._tmp / "io"
         self._io.mkdir()
         self._stderr_path = self._tmp / "launcher.err"
-        self.box = box
         self.workdir = "/box" if box else ""
         self._seq = 0
         self._closed = False
@@ -344,8 +350,7 @@ class Sandbox:
         else:
             iso["memory_enforcement"] = "rlimit_as"
         self.uid = _allocate_uid() if is_root else os.geteuid()
-        ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-        args = [str(launcher), "--io", str(self._io), "--ncpu", str(ncpu)]
+        args = [str(launcher), "--io", str(self._io), "--ncpu", str(cpu_count())]
         if _seccomp_available():
             args.append("--seccomp")
         if TEST_FAIL_STAGE is not None and TEST_FAIL_STAGE[1] in self._purposes:
@@ -699,6 +704,7 @@ __all__ = [
     "SandboxError",
     "default_env",
     "inactive_layers",
+    "is_system_path",
     "probe_isolation",
     "run_command",
 ]

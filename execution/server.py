@@ -11,25 +11,25 @@ Differences from ExecEval, on purpose: `limits.cpu` is the problem's time limit 
 (scaled by the runtime's factor, as ExecEval does) and memory is limited by cgroup to
 `limits.memory_mb` (or `limits._as` bytes when given, else 256 MB) rather than by address space;
 custom compile/execute commands are refused (the registry decides how programs run); the network
-is always blocked. Extensions: `time_limit_s`, `memory_limit_mb` and `comparator` ("default" or
-"execeval") at the top level of the request.
+is always blocked; a request is validated like a batch line (`jobfile.job_from_record`: e.g. a
+time limit of at most 600 s). Extensions: `time_limit_s`, `memory_limit_mb` and `comparator`
+("default" or "execeval") at the top level of the request.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-import threading
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from execution.compare import MODES
 from execution.engine import Engine
 from execution.errors import DataError
-from execution.jobfile import parse_tests
-from execution.languages import UnknownLanguageError, accepted_names, resolve
+from execution.jobfile import job_from_record, positive_number
+from execution.languages import accepted_names, resolve
 from execution.types import Job, Result, TestResult, Verdict
 
 MAX_BODY_BYTES = 256 * 1024 * 1024
@@ -41,23 +41,9 @@ class BadRequest(ValueError):
 
 
 def job_from_request(body: Any, comparator: str = "default") -> Job:
-    """ExecEval request -> Job; raises BadRequest with a message for the client."""
+    """ExecEval request -> Job (validated as a batch record); raises BadRequest for the client."""
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object")
-    language = body.get("language")
-    if not isinstance(language, str) or not language.strip():
-        raise BadRequest("'language' is required")
-    try:
-        resolve(language)
-    except UnknownLanguageError as exc:
-        raise BadRequest(str(exc)) from None
-    source = body.get("source_code")
-    if not isinstance(source, str):
-        raise BadRequest("'source_code' must be a string")
-    try:
-        tests = parse_tests(body.get("unittests"), "request", field="unittests")
-    except DataError as exc:
-        raise BadRequest(str(exc)) from None
     for key in ("compile_cmd", "compile_flags", "execute_cmd", "execute_flags"):
         if body.get(key) not in (None, ""):
             raise BadRequest(
@@ -66,40 +52,35 @@ def job_from_request(body: Any, comparator: str = "default") -> Job:
     limits = body.get("limits") or {}
     if not isinstance(limits, dict):
         raise BadRequest("'limits' must be an object")
-    time_limit = _number(body.get("time_limit_s", limits.get("cpu", 2)), "time limit (limits.cpu)")
-    memory_mb: float = 256
+    # where each record field came from, to name it in an error as the client sent it
+    origin = {"time_limit_s": "time_limit_s" if "time_limit_s" in body else "limits.cpu"}
+    memory: Any = 256
     if body.get("memory_limit_mb") is not None:
-        memory_mb = _number(body["memory_limit_mb"], "memory_limit_mb")
+        memory, origin["memory_limit_mb"] = body["memory_limit_mb"], "memory_limit_mb"
     elif limits.get("memory_mb") is not None:
-        memory_mb = _number(limits["memory_mb"], "limits.memory_mb")
+        memory, origin["memory_limit_mb"] = limits["memory_mb"], "limits.memory_mb"
     elif limits.get("_as") not in (None, -1):
-        memory_mb = _number(limits["_as"], "limits._as") / MIB
-    stop = body.get("stop_on_first_fail", True)
-    if not isinstance(stop, bool):
-        raise BadRequest("'stop_on_first_fail' must be true or false")
-    mode = body.get("comparator", comparator)
-    if mode not in MODES:
-        raise BadRequest(f"unknown comparator {mode!r}; use one of {', '.join(MODES)}")
-    return Job(
-        language=language,
-        source_code=source,
-        tests=tests,
-        time_limit_s=time_limit,
-        memory_limit_mb=max(1, math.ceil(memory_mb)),
-        stop_on_first_fail=stop,
-        comparator=mode,
-    )
-
-
-def _number(value: Any, what: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise BadRequest(f"{what} must be a positive number")
-    return float(value)
+        memory, origin["memory_limit_mb"] = limits["_as"], "limits._as"
+        if positive_number(memory):
+            memory /= MIB
+    if positive_number(memory):
+        memory = max(1, math.ceil(memory))  # a fraction of a MB (e.g. `_as` bytes) rounds up
+    record = {
+        "id": "request",
+        "language": body.get("language"),
+        "source_code": body.get("source_code"),
+        "unittests": body.get("unittests"),
+        "time_limit_s": body.get("time_limit_s", limits.get("cpu", 2)),
+        "memory_limit_mb": memory,
+        "stop_on_first_fail": body.get("stop_on_first_fail", True),
+        "comparator": body.get("comparator", comparator),
+    }
+    try:
+        job = job_from_record(record, "request", None)
+    except DataError as exc:
+        field = origin.get(exc.field or "", exc.field)
+        raise BadRequest(f"field {field!r}: {exc.message}" if field else exc.message) from None
+    return dataclasses.replace(job, id="")
 
 
 def response_from_result(job: Job, result: Result) -> dict[str, Any]:
@@ -182,8 +163,6 @@ class ExecServer(ThreadingHTTPServer):
         super().__init__(address, Handler)
         self.engine = engine
         self.comparator = comparator
-        # One program per engine worker at a time, however many requests are in flight.
-        self.slots = threading.BoundedSemaphore(engine.workers)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -242,8 +221,7 @@ class Handler(BaseHTTPRequestHandler):
         except BadRequest as exc:
             self._send(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
             return
-        with self.server.slots:
-            result = self.server.engine.judge(job)
+        result = self.server.engine.judge(job)  # the engine runs one program per worker at a time
         if result.verdict is Verdict.INFRA_ERROR:
             self._send(
                 HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"engine failure: {result.detail}"}

@@ -69,26 +69,6 @@ class Job:
     comparator: str = "default"  # "default" or "execeval"
     id: str = ""
 
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> Job:
-        tests = raw.get("unittests", raw.get("tests", []))
-        kwargs: dict[str, Any] = {}
-        if raw.get("time_limit_s") is not None:
-            kwargs["time_limit_s"] = float(raw["time_limit_s"])
-        if raw.get("memory_limit_mb") is not None:
-            kwargs["memory_limit_mb"] = int(raw["memory_limit_mb"])
-        if raw.get("stop_on_first_fail") is not None:
-            kwargs["stop_on_first_fail"] = bool(raw["stop_on_first_fail"])
-        if raw.get("comparator") is not None:
-            kwargs["comparator"] = str(raw["comparator"])
-        return cls(
-            language=str(raw.get("language", raw.get("lang", ""))),
-            source_code=str(raw.get("source_code", "")),
-            tests=tuple(TestCase.from_dict(t) for t in tests),
-            id=str(raw.get("id", "")),
-            **kwargs,
-        )
-
 
 @dataclass
 class TestResult:

@@ -13,11 +13,12 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
+import execution.cache
+
 
 def cache_root() -> Path:
-    """`$CODE_EVAL_CACHE`, else `~/.cache/code_eval_taskpack`."""
-    env = os.environ.get("CODE_EVAL_CACHE")
-    root = Path(env) if env else Path.home() / ".cache" / "code_eval_taskpack"
+    """The project's cache directory (see `execution.cache.cache_root`), created if missing."""
+    root = execution.cache.cache_root()
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from execution.limits import MB, Limits
-from execution.sandbox import CommandOutcome, default_env, run_command
+from execution.sandbox import CommandOutcome, default_env, is_system_path, run_command
 
 #: Defaults for a repository test run: whole test files of real projects, several interpreters
 #: started by plugins, a few hundred MB of imports.
@@ -29,22 +29,20 @@ TEST_LIMITS = Limits(
     as_headroom_mb=16384,
 )
 
-_SYSTEM_PREFIXES = ("/usr", "/bin", "/sbin", "/lib", "/etc")
 
-
-def interpreter_paths(argv0: str) -> list[Path]:
+def interpreter_paths(argv0: str, exe: str | None) -> list[Path]:
     """Directories the command's interpreter needs: its installation prefix and, for Python,
-    the running interpreter's prefixes and site directories (a venv's base install included)."""
+    the running interpreter's prefixes and site directories (a venv's base install included).
+    `exe` is `shutil.which(argv0)` (None when it is not on PATH)."""
     paths: list[Path] = []
-    exe = shutil.which(argv0)
     if exe:
         real = Path(os.path.realpath(exe))
         for candidate in (Path(exe).parent.parent, real.parent.parent):
-            if not str(candidate).startswith(_SYSTEM_PREFIXES) and candidate != Path("/"):
+            if not is_system_path(candidate) and candidate != Path("/"):
                 paths.append(candidate)
     if Path(argv0).name.startswith("python"):
         for prefix in sorted({sys.prefix, sys.base_prefix, sys.exec_prefix}):
-            if prefix and not prefix.startswith(_SYSTEM_PREFIXES):
+            if prefix and not is_system_path(prefix):
                 paths.append(Path(prefix))
     unique: list[Path] = []
     for p in paths:
@@ -61,9 +59,9 @@ def run_tests(
     extra_readonly: Sequence[Path] = (),
 ) -> CommandOutcome:
     """Run a test command in `cwd` (a scratch copy: the sandbox takes ownership for the run)."""
-    readonly = [*interpreter_paths(argv[0]), *extra_readonly]
-    env = default_env(str(cwd))
     exe = shutil.which(argv[0])
+    readonly = [*interpreter_paths(argv[0], exe), *extra_readonly]
+    env = default_env(str(cwd))
     if exe:
         env["PATH"] = f"{Path(exe).parent}:{env['PATH']}"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
