@@ -56,7 +56,7 @@ def _evaluate(tasks: list[str], script: Any, **meta: Any) -> dict[str, Any]:
 def _runtimes(clusters: Sequence[str]) -> None:
     missing = []
     for c in clusters:
-        rt = execution.resolve(xd.PAPER_RUNTIMES[c])
+        rt = execution.resolve(c)
         if not rt.available:
             missing.append(f"{c} ({rt.reason})")
     require(not missing, f"toolchains missing for: {', '.join(missing)} (run `make toolchains`)")

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 _TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
+# Words (lower case, stripped) that `as_bool` reads as false; other settings may reuse them.
+FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 
 
 def lookup(kwargs: Mapping[str, Any], key: str, env: str | None = None, default: Any = None) -> Any:
@@ -37,6 +38,6 @@ def as_bool(value: Any, name: str) -> bool:
     text = str(value).strip().lower()
     if text in _TRUE:
         return True
-    if text in _FALSE:
+    if text in FALSE_WORDS:
         return False
     raise ValueError(f"setting {name!r}: expected true/false, got {value!r}")

@@ -20,7 +20,7 @@ import functools
 import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ log = logging.getLogger("xcodeeval")
 HUB_REPO = "NTU-NLP-sg/xCodeEval"
 SPLITS = ("validation", "test")
 
-# Task-name suffix -> cluster.
+# Task-name suffix -> cluster (a cluster's own runtime is `execution.resolve(cluster)`).
 SLUGS: dict[str, str] = {
     "c": "C",
     "cpp": "C++",
@@ -50,8 +50,6 @@ SLUGS: dict[str, str] = {
     "ruby": "Ruby",
     "rust": "Rust",
 }
-# The runtime the authors used for each cluster: the registry maps a cluster name to it.
-PAPER_RUNTIMES: dict[str, str] = {cluster: resolve(cluster).name for cluster in CLUSTERS}
 
 PROBLEMS_FILE = "problem_descriptions.jsonl"
 UNITTESTS_FILE = "unittest_db.json"
@@ -75,27 +73,19 @@ def check_split(split: str) -> str:
     return split
 
 
-# Folder of each split inside a per-cluster task folder, as the authors' published trees name
-# them: the retrieval folders call their validation split `dev/` (files `*_dev_file.jsonl`),
-# every other task folder calls it `validation/`.
-SPLIT_FOLDERS: dict[str, dict[str, str]] = {
-    task: (
-        {"validation": "dev", "test": "test"}
-        if task.startswith("retrieval_")
-        else {"validation": "validation", "test": "test"}
-    )
-    for task in CLUSTER_TASKS
-}
-
-
 def cluster_file(task_dir: str, split: str, cluster: str) -> str:
     """Repository-relative path of one language file of a per-cluster task."""
     if task_dir not in CLUSTER_TASKS:
         raise ValueError(f"unknown xCodeEval task folder {task_dir!r}")
     if cluster not in CLUSTERS:
         raise ValueError(f"unknown language cluster {cluster!r}; accepted: {', '.join(CLUSTERS)}")
-    folder = SPLIT_FOLDERS[task_dir][check_split(split)]
-    if task_dir.startswith("retrieval_"):
+    # The authors' trees call the retrieval folders' validation split `dev/` (files
+    # `*_dev_file.jsonl`); every other folder is named after its split.
+    retrieval = task_dir.startswith("retrieval_")
+    folder = check_split(split)
+    if retrieval and folder == "validation":
+        folder = "dev"
+    if retrieval:
         # e.g. retrieval_nl_code/dev/C++_nl_code_dev_file.jsonl (the Hub's own naming)
         kind = task_dir.removeprefix("retrieval_")
         return f"{task_dir}/{folder}/{cluster}_{kind}_{folder}_file.jsonl"
@@ -116,6 +106,11 @@ class DataSource:
 
     local_dir: Path | None = None
     sample_tests: bool = False
+
+    @property
+    def tests_kind(self) -> str:
+        """The tests that judge programs, as reports name them: "sample" or "hidden"."""
+        return "sample" if self.sample_tests else "hidden"
 
     def describe(self) -> str:
         return str(self.local_dir) if self.local_dir else f"hf://datasets/{HUB_REPO}"
@@ -270,16 +265,18 @@ class Problem:
         )
 
     def sample_tests(self) -> list[dict[str, Any]]:
-        return [
-            {"input": i, "output": [o]}
-            for i, o in zip(self.sample_inputs, self.sample_outputs, strict=True)
-        ]
+        return sample_tests(self.sample_inputs, self.sample_outputs)
+
+
+def sample_tests(inputs: Sequence[str], outputs: Sequence[str]) -> list[dict[str, Any]]:
+    """Public sample tests in the normalised test form: one accepted output each."""
+    return [{"input": i, "output": [o]} for i, o in zip(inputs, outputs, strict=True)]
 
 
 @functools.lru_cache(maxsize=8)
 def _problems(path: str, mtime: float) -> dict[str, Problem]:
     out: dict[str, Problem] = {}
-    for lineno, row in enumerate(read_jsonl(Path(path)), 1):
+    for lineno, row in enumerate(_cached_jsonl(path, mtime), 1):
         problem = Problem.from_row(row, path, lineno)
         out[problem.src_uid] = problem
     return out
@@ -291,8 +288,26 @@ def load_problems(source: DataSource, needed_by: str) -> dict[str, Problem]:
     return _problems(str(path), path.stat().st_mtime)
 
 
+class UnitTests:
+    """`unittest_db.json` as read once per file version.
+
+    Each problem's tests are normalised on first use and kept, so all samples and documents of
+    a problem share one list (the engine builds its test cases once per list).
+    """
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
+        self._tests: dict[str, list[dict[str, Any]] | None] = {}
+
+    def tests(self, src_uid: str) -> list[dict[str, Any]] | None:
+        """`tests_for` one problem, memoised."""
+        if src_uid not in self._tests:
+            self._tests[src_uid] = tests_for(self.raw, src_uid)
+        return self._tests[src_uid]
+
+
 @functools.lru_cache(maxsize=2)
-def _unittests(path: str, mtime: float) -> dict[str, Any]:
+def _unittests(path: str, mtime: float) -> UnitTests:
     with open(path, encoding="utf-8") as fh:
         try:
             db = json.load(fh)
@@ -300,13 +315,25 @@ def _unittests(path: str, mtime: float) -> dict[str, Any]:
             raise DataError(path, f"invalid JSON ({exc.msg} at line {exc.lineno})") from exc
     if not isinstance(db, dict):
         raise DataError(path, "expected an object mapping src_uid to a list of tests")
-    return db
+    return UnitTests(db)
 
 
-def load_unittests(source: DataSource, needed_by: str) -> dict[str, Any]:
-    """`unittest_db.json` (raw; use `tests_for` to read one problem's tests)."""
+def load_unittests(source: DataSource, needed_by: str) -> UnitTests:
+    """`unittest_db.json`, cached per file version (with its memoised per-problem tests)."""
     path = source.path(UNITTESTS_FILE, needed_by)
     return _unittests(str(path), path.stat().st_mtime)
+
+
+def unittests_for(source: DataSource, needed_by: str) -> UnitTests | None:
+    """The hidden unit tests, or None when the source scores on public sample tests."""
+    return None if source.sample_tests else load_unittests(source, needed_by)
+
+
+def problem_tests(problem: Problem, unittests: UnitTests | None) -> list[dict[str, Any]] | None:
+    """The tests that judge `problem` (see `unittests_for`); None when it has none."""
+    if unittests is None:
+        return problem.sample_tests() or None
+    return unittests.tests(problem.src_uid)
 
 
 def tests_for(
@@ -347,6 +374,8 @@ class JoinReport:
     unavailable_runtime: dict[str, int] = field(default_factory=dict)
     runtime_reasons: dict[str, str] = field(default_factory=dict)
     tests: str = "hidden"  # or "sample"
+    unit: str = "rows"  # what the counted items are, as messages name them
+    counted_in: str = "unavailable_runtime_rows and unscored_rows"
 
     @property
     def unavailable_rows(self) -> int:
@@ -363,7 +392,8 @@ class JoinReport:
 
     def summary(self) -> str:
         text = (
-            f"{self.task} ({self.split}): {self.total - self.unscored} of {self.total} rows scored"
+            f"{self.task} ({self.split}): {self.total - self.unscored} of {self.total} "
+            f"{self.unit} scored"
         )
         if self.missing_problem:
             text += (
@@ -387,13 +417,15 @@ class JoinReport:
             log.info("%s", self.summary())
         for runtime, n in sorted(self.unavailable_runtime.items()):
             log.warning(
-                "%s (%s): %d rows in runtime %r NOT SCORED: the runtime is unavailable on this "
-                "machine (%s); they are counted in unavailable_runtime_rows and unscored_rows",
+                "%s (%s): %d %s in runtime %r NOT SCORED: the runtime is unavailable on this "
+                "machine (%s); they are counted in %s",
                 self.task,
                 self.split,
                 n,
+                self.unit,
                 runtime,
                 self.runtime_reasons.get(runtime, "unavailable"),
+                self.counted_in,
             )
 
 
@@ -422,11 +454,10 @@ def runtime_unavailable(name: str) -> str:
 
 @dataclass(frozen=True)
 class ExecRow:
-    """A row of an execution task joined with its problem and the tests that will judge it."""
+    """A row of an execution task joined with its problem (which has tests to judge it)."""
 
     row: dict[str, Any]
     problem: Problem
-    tests: list[dict[str, Any]]
 
 
 def synthesis_rows(
@@ -438,44 +469,41 @@ def synthesis_rows(
     106-problem sample), every problem of `problem_descriptions.jsonl` is a synthesis problem.
     """
     relpath = SYNTHESIS_FILES[check_split(split)]
-    report = JoinReport(needed_by, split, tests="sample" if source.sample_tests else "hidden")
+    report = JoinReport(needed_by, split, tests=source.tests_kind)
+    pairs: Iterable[tuple[Mapping[str, Any], Problem | None]]
     if source.sample_tests and not source.has(relpath):
-        path = source.path(PROBLEMS_FILE, needed_by)
         log.warning(
             "%s: %s absent in %s; using every problem of %s",
             needed_by,
             relpath,
             source.describe(),
-            path,
+            source.path(PROBLEMS_FILE, needed_by),
         )
-        rows = list(jsonl_rows(path))
+        problems = load_problems(source, needed_by).values()
+        pairs = (({"src_uid": p.src_uid}, p) for p in problems)
     else:
         path = source.path(relpath, needed_by)
-        rows = list(jsonl_rows(path))
-    out = _attach_tests(
-        ((row, Problem.from_row(row, path, i)) for i, row in enumerate(rows, 1)),
-        source,
-        report,
-        needed_by,
-    )
-    return out, report
+        pairs = ((row, Problem.from_row(row, path, i)) for i, row in enumerate(jsonl_rows(path), 1))
+    return _attach_tests(pairs, source, report, needed_by), report
 
 
 def _attach_tests(
-    pairs: Any, source: DataSource, report: JoinReport, needed_by: str
+    pairs: Iterable[tuple[Mapping[str, Any], Problem | None]],
+    source: DataSource,
+    report: JoinReport,
+    needed_by: str,
 ) -> list[ExecRow]:
-    db = None if source.sample_tests else load_unittests(source, needed_by)
+    """Rows whose problem is known and has tests; the others are counted in `report`."""
+    unittests = unittests_for(source, needed_by)
     out: list[ExecRow] = []
     for row, problem in pairs:
         report.total += 1
         if problem is None:
             report.missing_problem.append(str(row.get("src_uid")))
-            continue
-        tests = problem.sample_tests() if db is None else tests_for(db, problem.src_uid)
-        if not tests:
+        elif not problem_tests(problem, unittests):
             report.missing_tests.append(problem.src_uid)
-            continue
-        out.append(ExecRow(dict(row), problem, tests))
+        else:
+            out.append(ExecRow(dict(row), problem))
     return out
 
 
@@ -506,19 +534,17 @@ def joined_exec_rows(
     in the report and not scored: judging them could only yield engine failures, which would
     turn the whole task's pass@k into NaN.
     """
-    report = JoinReport(needed_by, split, tests="sample" if source.sample_tests else "hidden")
+    report = JoinReport(needed_by, split, tests=source.tests_kind)
     problems = load_problems(source, needed_by)
     pairs = []
-    reasons: dict[str, str] = {}
     for cluster, path, lineno, row in cluster_rows(source, task_dir, split, clusters, needed_by):
         uid = str(require_field(row, "src_uid", path, lineno))
         if judged_in_own_runtime:
             lang = str(row.get("lang") or cluster)
-            if lang not in reasons:
-                reasons[lang] = runtime_unavailable(lang)
-            if reasons[lang]:
+            reason = runtime_unavailable(lang)  # cheap: the registry and runtimes cache
+            if reason:
                 report.total += 1
-                report.count_unavailable(lang, reasons[lang])
+                report.count_unavailable(lang, reason)
                 continue
         pairs.append((row, problems.get(uid)))
     return _attach_tests(pairs, source, report, needed_by), report

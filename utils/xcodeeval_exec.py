@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from utils.settings import as_bool, lookup
+from utils.settings import FALSE_WORDS, as_bool, lookup
 
 log = logging.getLogger("xcodeeval")
 
@@ -66,20 +66,11 @@ class ExecSettings:
         return program.time_limit_s, program.memory_limit_mb
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "execeval_compat": self.execeval_compat,
-            "workers": self.workers,
-            "cache": self.cache,
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> ExecSettings:
-        workers = raw.get("workers")
-        return cls(
-            bool(raw.get("execeval_compat", False)),
-            int(workers) if workers else None,
-            raw.get("cache", "default"),
-        )
+        return cls(**raw)
 
     def engine_cache(self) -> Path | None:
         if self.cache is None:
@@ -100,7 +91,7 @@ def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:
     )
     workers = lookup(kwargs, "xcodeeval_workers", env="XCODEEVAL_WORKERS")
     cache = lookup(kwargs, "xcodeeval_exec_cache", env="XCODEEVAL_EXEC_CACHE", default="default")
-    if str(cache).strip().lower() in ("none", "off", "false", "0", ""):
+    if str(cache).strip().lower() in {"none", *FALSE_WORDS}:
         cache = None
     return ExecSettings(compat, int(workers) if workers not in (None, "") else None, cache)
 

@@ -111,14 +111,8 @@ def binary_scores(
     if not items:
         return {"accuracy": math.nan, "macro_f1": math.nan}
     accuracy = sum(p == g for p, g in items) / len(items)
-    per_class = []
-    for c in classes:
-        tp = sum(p == c and g == c for p, g in items)
-        fp = sum(p == c and g != c for p, g in items)
-        fn = sum(p != c and g == c for p, g in items)
-        if tp + fp + fn:
-            per_class.append(f1(tp, fp, fn))
-    macro = sum(per_class) / len(per_class) if per_class else math.nan
+    # one label per row: the single-class case of the multi-label macro-F1
+    macro = multilabel_macro_f1((((p,) if p is not None else (), (g,)) for p, g in items), classes)
     return {"accuracy": accuracy, "macro_f1": macro}
 
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from execution.languages import resolve
 from utils import xcodeeval_data as xd
 from utils.errors import DataError
 from utils.xcodeeval_exec import ExecSettings, Program, judge_programs
@@ -69,8 +70,6 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def _cluster_of(raw: dict[str, Any], path: Path, lineno: int) -> tuple[str, str]:
     """(cluster, runtime name) of a prediction line."""
-    from execution import resolve
-
     lang = raw.get("lang")
     cluster = raw.get("lang_cluster")
     if lang:
@@ -80,14 +79,14 @@ def _cluster_of(raw: dict[str, Any], path: Path, lineno: int) -> tuple[str, str]
             raise DataError(path, str(exc), row=lineno, field="lang") from exc
         return str(cluster or runtime.cluster), str(lang)
     if cluster:
-        if cluster not in xd.PAPER_RUNTIMES:
+        if cluster not in xd.CLUSTERS:
             raise DataError(
                 path,
                 f"unknown cluster; accepted: {', '.join(xd.CLUSTERS)}",
                 row=lineno,
                 field="lang_cluster",
             )
-        return str(cluster), xd.PAPER_RUNTIMES[str(cluster)]
+        return str(cluster), resolve(str(cluster)).name  # the authors' runtime of the cluster
     raise DataError(path, "needs 'lang' or 'lang_cluster'", row=lineno)
 
 
@@ -99,34 +98,34 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
     source = xd.source_from_settings(settings_in)
     predictions = xd.read_jsonl(args.predictions)
     problems = xd.load_problems(source, NEEDED_BY)
-    db = None if source.sample_tests else xd.load_unittests(source, NEEDED_BY)
+    unittests = xd.unittests_for(source, NEEDED_BY)
 
     programs: list[Program] = []
     owners: list[tuple[str, str]] = []  # (cluster, src_uid) of each program
-    missing_problem: list[str] = []
-    missing_tests: list[str] = []
-    unavailable: dict[str, int] = {}  # runtime named by a line's `lang` -> lines not judged
-    reasons: dict[str, str] = {}
-    tests_cache: dict[str, list[dict[str, Any]] | None] = {}
+    report = xd.JoinReport(
+        NEEDED_BY,
+        args.split,
+        tests=source.tests_kind,
+        unit="prediction lines",
+        counted_in="the report's unscored lines",
+    )
     for lineno, raw in enumerate(predictions, 1):
         uid = str(xd.require_field(raw, "src_uid", args.predictions, lineno))
         code = xd.require_field(raw, "source_code", args.predictions, lineno)
         cluster, runtime = _cluster_of(raw, args.predictions, lineno)
+        report.total += 1
         problem = problems.get(uid)
         if problem is None:
-            missing_problem.append(uid)
+            report.missing_problem.append(uid)
             continue
         if raw.get("lang"):  # the line's own runtime: skipped and reported if unavailable here
-            if runtime not in reasons:
-                reasons[runtime] = xd.runtime_unavailable(runtime)
-            if reasons[runtime]:
-                unavailable[runtime] = unavailable.get(runtime, 0) + 1
+            reason = xd.runtime_unavailable(runtime)
+            if reason:
+                report.count_unavailable(runtime, reason)
                 continue
-        if uid not in tests_cache:
-            tests_cache[uid] = problem.sample_tests() if db is None else xd.tests_for(db, uid)
-        tests = tests_cache[uid]
+        tests = xd.problem_tests(problem, unittests)
         if not tests:
-            missing_tests.append(uid)
+            report.missing_tests.append(uid)
             continue
         programs.append(
             Program(
@@ -140,15 +139,7 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
         )
         owners.append((cluster, uid))
 
-    for runtime, n in sorted(unavailable.items()):
-        logging.getLogger("xcodeeval").warning(
-            "%s: %d prediction lines in runtime %r NOT SCORED: the runtime is unavailable on "
-            "this machine (%s)",
-            NEEDED_BY,
-            n,
-            runtime,
-            reasons[runtime],
-        )
+    report.log()
     settings = ExecSettings(
         args.execeval_compat, args.workers, None if args.no_cache else "default"
     )
@@ -172,16 +163,16 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "data": source.describe(),
         "split": args.split,
-        "tests": "sample" if source.sample_tests else "hidden",
+        "tests": source.tests_kind,
         "comparator": settings.comparator,
         "ks": list(args.k),
         "table": table,
         "coverage": coverage,
         "unscored": {
-            "lines": len(missing_problem) + len(missing_tests) + sum(unavailable.values()),
-            "unknown_src_uid": sorted(set(missing_problem)),
-            "no_tests": sorted(set(missing_tests)),
-            "unavailable_runtime": dict(sorted(unavailable.items())),
+            "lines": report.unscored,
+            "unknown_src_uid": sorted(set(report.missing_problem)),
+            "no_tests": sorted(set(report.missing_tests)),
+            "unavailable_runtime": dict(sorted(report.unavailable_runtime.items())),
         },
     }
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import datasets
 
+from execution.languages import resolve
 from utils import xcodeeval_data as xd
 from utils.errors import DataError
 from utils.settings import lookup
@@ -134,7 +135,7 @@ def _exec_fields(
         "_task": task,
         "_split": split,
         "_data": source.ref(),
-        "_tests": "sample" if source.sample_tests else "hidden",
+        "_tests": source.tests_kind,
         "_exec": json.dumps(settings_from(settings).to_dict()),
         "_unscored_rows": report.unscored,
         "_unavailable_runtime_rows": report.unavailable_rows,
@@ -150,7 +151,7 @@ def _synth_docs(
         {
             **_problem_fields(r.problem),
             "lang_cluster": cluster,
-            "judge_lang": xd.PAPER_RUNTIMES[cluster],
+            "judge_lang": resolve(cluster).name,
             **common,
         }
         for r in rows
@@ -189,7 +190,7 @@ def _translate_docs(
                 "source_code": str(r.row.get("source_code") or ""),
                 "code_uid": str(r.row.get("code_uid") or ""),
                 "lang_cluster": target,
-                "judge_lang": xd.PAPER_RUNTIMES[target],
+                "judge_lang": resolve(target).name,
                 **common,
             }
         )

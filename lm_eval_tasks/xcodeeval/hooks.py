@@ -33,18 +33,16 @@ log = logging.getLogger("xcodeeval")
 COMPILE_CLASSES = ("compiles", "error")
 
 
-def doc_tests(doc: dict[str, Any], cache: dict[str, Any]) -> list[dict[str, Any]]:
-    """The tests that judge a document's programs: the problem's samples or its hidden tests."""
+def doc_tests(doc: dict[str, Any], unittests: xd.UnitTests | None) -> list[dict[str, Any]]:
+    """The tests that judge a document's programs: the problem's samples (kept in the document)
+    or its hidden tests from `unittests` (`xd.unittests_for` the document's data source)."""
     if doc["_tests"] == "sample":
-        return [{"input": s["input"], "output": [s["output"]]} for s in doc["samples"]]
-    uid = doc["src_uid"]
-    if uid not in cache:
-        source = xd.DataSource.from_ref(doc["_data"])
-        tests = xd.tests_for(xd.load_unittests(source, doc["_task"]), uid)
-        if not tests:  # documents are built only for problems with tests
-            raise RuntimeError(f"{doc['_task']}: no unit tests for src_uid {uid}")
-        cache[uid] = tests
-    return cache[uid]  # type: ignore[no-any-return]
+        samples = doc["samples"]
+        return xd.sample_tests([s["input"] for s in samples], [s["output"] for s in samples])
+    tests = None if unittests is None else unittests.tests(doc["src_uid"])
+    if not tests:  # documents are built only for problems with tests
+        raise RuntimeError(f"{doc['_task']}: no unit tests for src_uid {doc['src_uid']}")
+    return tests
 
 
 def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]]) -> list[list[str]]:
@@ -54,18 +52,20 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]])
         return []
     tasks = {d["_task"] for d in docs}
     settings = {d["_exec"] for d in docs}
-    if len(tasks) != 1 or len(settings) != 1:
+    sources = {d["_data"] for d in docs}
+    if len(tasks) != 1 or len(settings) != 1 or len(sources) != 1:
         raise RuntimeError(
-            f"one judging batch must hold one task and one setting, got {sorted(tasks)}"
+            f"one judging batch must hold one task, one setting and one data source, "
+            f"got {sorted(tasks)}"
         )
     task = docs[0]["_task"]
     if docs[0]["_tests"] == "sample":
         log.warning("%s: %s", task, xd.SAMPLE_TESTS_WARNING)
-    cache: dict[str, Any] = {}
+    unittests = xd.unittests_for(xd.DataSource.from_ref(docs[0]["_data"]), task)
     programs: list[Program] = []
     codes: list[list[str]] = []
     for doc, candidates in zip(docs, resps, strict=True):
-        tests = doc_tests(doc, cache)
+        tests = doc_tests(doc, unittests)
         doc_codes = [extract_code(str(c), doc["lang_cluster"]) for c in candidates]
         codes.append(doc_codes)
         programs.extend(
