@@ -10,9 +10,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import TASKS_DIR
+import pytest
+
+from tests.conftest import SHARED_DATA, require
 
 LANGUAGES = ("ruby", "javascript", "go", "python", "java", "php")
+GEN_TASKS = [f"clozetest_maxmin_{lang}" for lang in LANGUAGES]
 REAL_COUNTS = {"ruby": 38, "javascript": 272, "go": 152, "python": 1264, "java": 482, "php": 407}
 FIXTURE_REMOTE = Path(__file__).resolve().parent / "fixtures" / "clozetest" / "remote"
 GITHUB_RAW = "https://raw.githubusercontent.com/"
@@ -22,6 +25,14 @@ OPENCOMPASS_PROMPT = (
     'Code:{pl}\nThe aim of the code: {nl}\nQuestion: Please tell me what "<mask>" in the code '
     "should be replaced with and you must response to me only A or B.\nA. max\nB. min\nAnswer:"
 )
+
+
+@pytest.fixture(scope="module")
+def real_dir() -> Path:
+    """The real ClozeTest-maxmin inputs (required: skipped on a laptop, a failure in CI)."""
+    path = SHARED_DATA / "codexglue_clozetest_maxmin"
+    require(path.is_dir(), f"real ClozeTest-maxmin inputs missing at {path}")
+    return path
 
 
 def prompt_of(item: Mapping[str, Any]) -> str:
@@ -63,26 +74,6 @@ def user_text(context: str) -> str:
     """The prompt inside `ScriptedLM`'s chat rendering, or the context itself for a base model."""
     match = _CHAT.match(context)
     return match.group(1) if match else context
-
-
-def task_manager(metadata: dict[str, Any]) -> Any:
-    from lm_eval.tasks import TaskManager
-
-    return TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
-
-
-def evaluate(script: Any, tasks: list[str], metadata: dict[str, Any], **kwargs: Any) -> Any:
-    """In-process lm-eval run with a `ScriptedLM`; returns (results dict, the model)."""
-    import lm_eval
-
-    from tests.lm_fakes import ScriptedLM
-
-    lm = ScriptedLM(script=script)
-    out = lm_eval.simple_evaluate(
-        model=lm, tasks=tasks, task_manager=task_manager(metadata), **kwargs
-    )
-    assert out is not None
-    return out, lm
 
 
 # For the CLI test (`--model_args script=tests.clozetest_support:says_the_answer_is_b`).

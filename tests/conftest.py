@@ -6,12 +6,18 @@ fails it under REQUIRE_TOOLCHAINS=1 (set by CI), so CI never skips silently.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
+
+if TYPE_CHECKING:
+    from execution.languages import Runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -40,7 +46,69 @@ def require_binary(name: str) -> str:
     return path
 
 
+def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:
+    """Write `rows` as JSON Lines (one object per line, newline-terminated); return `path`."""
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
 @pytest.fixture
 def shared_data() -> Path:
     require(SHARED_DATA.is_dir(), f"shared data folder {SHARED_DATA} is missing")
     return SHARED_DATA
+
+
+def require_runtime(name: str) -> Runtime:
+    """The engine's runtime for `name`, skipping (laptop) or failing (CI) when it is unusable."""
+    from execution import resolve
+
+    rt = resolve(name)
+    require(rt.available, f"runtime {rt.name} ({name}) is unavailable: {rt.reason}")
+    return rt
+
+
+def load_yaml(path: Path) -> Any:
+    """An lm-eval task YAML file as plain data, its `!function`-style tags read as None."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)
+
+
+class HubCall(NamedTuple):
+    repo_id: str
+    filename: str
+    revision: str | None
+
+
+def serve_hub(monkeypatch: pytest.MonkeyPatch, root: Path | None) -> list[HubCall]:
+    """Replace the Hub download seam: serve `root/filename` (FileNotFoundError if absent), or
+    fail every download as offline when `root` is None. Returns the live list of calls made."""
+    from utils import download
+
+    calls: list[HubCall] = []
+
+    def fake_fetch(repo_id: str, filename: str, revision: str | None = None) -> Path:
+        calls.append(HubCall(repo_id, filename, revision))
+        if root is None:
+            raise OSError("offline: tests never reach the Hub")
+        path = root / filename
+        if not path.is_file():
+            raise FileNotFoundError(filename)
+        return path
+
+    monkeypatch.setattr(download, "fetch_hub_file", fake_fetch)
+    return calls
+
+
+@pytest.fixture
+def repos(tmp_path: Path) -> Path:
+    """A folder holding the infilling fixture's git repository (see tests/infilling_support.py)."""
+    from tests.infilling_support import build_repos
+
+    require_binary("git")
+    build_repos(tmp_path / "repos")
+    return tmp_path / "repos"

@@ -8,6 +8,13 @@ integers. The wrong twins print 2^n, right on the sample for no n but plausible-
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
+from execution import Result
+from execution.sandbox import inactive_layers
+from tests.conftest import toolchains_required
+
 LUCKY_SRC_UID = "f1b43baa14d4c262ba616d892525dfde"
 
 HELLO: dict[str, str] = {
@@ -23,6 +30,9 @@ HELLO: dict[str, str] = {
     "Ruby": 'puts "Hello, World!"\n',
     "Rust": 'fn main() {\n    println!("Hello, World!");\n}\n',
 }
+
+# A + B in Python: reads two integers from one line, prints their sum.
+ADD_PY = "a, b = map(int, input().split())\nprint(a + b)\n"
 
 # 2^(n+1) - 2 (EXPR is replaced by the wrong formula in the WRONG variants)
 LUCKY: dict[str, str] = {
@@ -84,3 +94,17 @@ COMPILE_ERROR: dict[str, str] = {
 }
 
 LUCKY_EXTRA_TESTS: list[tuple[str, str]] = [("1\n", "2"), ("55\n", "72057594037927934")]
+
+
+def check_isolation(isolation: Mapping[str, object]) -> None:
+    """As root under REQUIRE_TOOLCHAINS=1 (CI), every sandbox layer must have been active."""
+    missing = inactive_layers(dict(isolation))
+    if os.geteuid() == 0 and toolchains_required():
+        assert not missing, f"inactive isolation layers: {missing}"
+
+
+def describe(r: Result) -> str:
+    """A judged result in one line, for assertion messages: verdicts, details, output tails."""
+    comp = r.compile.stderr[-800:] if r.compile else ""
+    tests = [(t.verdict.value, t.detail, t.stdout[-300:], t.stderr[-300:]) for t in r.tests]
+    return f"{r.id}: {r.verdict} {r.detail} {comp} {tests}"

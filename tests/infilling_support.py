@@ -17,10 +17,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import TASKS_DIR
+from tests.lm_fakes import Script, ScriptedLM
+from tests.lm_fakes import evaluate as lm_evaluate
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "infilling"
 BASE_FILES = FIXTURES / "mathlib_base"
 ROWS_FILE = FIXTURES / "rows.jsonl"
 REPO = "acme/mathlib"
+TASK_DIR = TASKS_DIR / "code_infilling"
 
 _ENV = {
     "GIT_AUTHOR_NAME": "Fixture",
@@ -101,3 +106,17 @@ def any_format_oracle(kind: str, context: str, extra: Any) -> str:
     until = list(extra.get("until") or [])
     tail = (until[0] + "def junk(): pass\n") if until else ""
     return _row_for(context)["middle"] + tail
+
+
+def evaluate(
+    script: Script, tasks: list[str], **metadata: Any
+) -> tuple[dict[str, Any], ScriptedLM]:
+    """An infilling run over the fixture rows, logging samples, with unsafe code allowed."""
+    return lm_evaluate(
+        script,
+        tasks,
+        {"sg_infilling_data": str(ROWS_FILE), **metadata},
+        include_path=TASK_DIR,
+        log_samples=True,
+        confirm_run_unsafe_code=True,
+    )

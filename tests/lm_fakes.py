@@ -11,11 +11,20 @@ module and then runs lm-eval's real CLI entry point.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
+
+from tests.conftest import ROOT, TASKS_DIR
 
 Script = Callable[[str, str, Any], Any]
 
@@ -75,3 +84,95 @@ class ScriptedLM(LM):
     ) -> str:
         text = "".join(f"<|{m['role']}|>\n{m['content']}\n" for m in chat_history)
         return text + ("<|assistant|>\n" if add_generation_prompt else "")
+
+
+def task_manager(
+    include_path: Path | str = TASKS_DIR, metadata: Mapping[str, Any] | None = None
+) -> Any:
+    """A TaskManager seeing only this pack's tasks under `include_path` (no lm-eval defaults)."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(
+        include_path=str(include_path), include_defaults=False, metadata=dict(metadata or {})
+    )
+
+
+def evaluate(
+    script: Script | None,
+    tasks: list[str],
+    metadata: Mapping[str, Any],
+    include_path: Path | str = TASKS_DIR,
+    **kwargs: Any,
+) -> tuple[dict[str, Any], ScriptedLM]:
+    """In-process lm-eval run with a `ScriptedLM`; returns (results dict, the model)."""
+    import lm_eval
+
+    lm = ScriptedLM(script=script)
+    out = lm_eval.simple_evaluate(
+        model=lm, tasks=tasks, task_manager=task_manager(include_path, metadata), **kwargs
+    )
+    assert out is not None
+    return out, lm
+
+
+@dataclass
+class CliRun:
+    """What one `lm_eval` command-line run left behind."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    report: dict[str, Any] = field(default_factory=dict)  # the results_*.json file, if any
+    sample_files: dict[str, Path] = field(default_factory=dict)  # samples_*.jsonl by file name
+
+    @property
+    def log(self) -> str:
+        return self.stdout + self.stderr
+
+    def samples(self, task: str) -> list[dict[str, Any]]:
+        """The logged samples of `task` (exactly one samples file must exist for it)."""
+        pattern = re.compile(rf"samples_{re.escape(task)}_\d{{4}}-.*\.jsonl")
+        (path,) = [p for name, p in self.sample_files.items() if pattern.fullmatch(name)]
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_cli(
+    script: str,
+    tasks: str,
+    output_path: Path,
+    *args: str,
+    include_path: Path | str = TASKS_DIR,
+    metadata: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> CliRun:
+    """Run lm-eval's real CLI (via tests/run_lm_eval.py) with the `scripted` model answering
+    through `script` ("module:function"), logging samples. With `check`, the run must succeed
+    and write exactly one results file."""
+    command = [
+        sys.executable, str(ROOT / "tests" / "run_lm_eval.py"),
+        "--model", "scripted", "--model_args", f"script={script}",
+        "--tasks", tasks,
+        "--include_path", str(include_path),
+        "--output_path", str(output_path),
+        "--log_samples",
+        *(["--metadata", json.dumps(dict(metadata))] if metadata is not None else []),
+        *args,
+    ]  # fmt: skip
+    done = subprocess.run(
+        command,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    run = CliRun(done.returncode, done.stdout, done.stderr)
+    if check:
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+        files = sorted(output_path.glob("**/results_*.json"))
+        assert len(files) == 1, files
+        run.report = json.loads(files[0].read_text())
+        run.sample_files = {p.name: p for p in output_path.glob("**/samples_*.jsonl")}
+    return run

@@ -12,7 +12,9 @@ import pytest
 
 from lm_eval_tasks.clozetest_maxmin import utils as hooks
 from lm_eval_tasks.clozetest_maxmin.data import answers_location
-from tests.clozetest_support import FIXTURE_REMOTE, GITHUB_RAW, LANGUAGES, task_manager
+from tests.clozetest_support import FIXTURE_REMOTE, GITHUB_RAW, LANGUAGES
+from tests.conftest import TASKS_DIR
+from tests.lm_fakes import task_manager
 from utils import download
 from utils.errors import DataError
 
@@ -327,7 +329,7 @@ def test_data_dir_problems(tmp_path: Path) -> None:
 
 def test_bad_data_surfaces_through_lm_eval(tiny: Path) -> None:
     write_text(tiny / "python" / "answers.txt", "maxmin-1<CODESPLIT>maximum\n")
-    tm = task_manager({"clozetest_data_dir": str(tiny)})
+    tm = task_manager(TASKS_DIR, {"clozetest_data_dir": str(tiny)})
     with pytest.raises(DataError, match="neither max nor min"):
         tm.load(["clozetest_maxmin_python"])
 
@@ -396,7 +398,7 @@ def test_default_download_without_answers_fails_clearly(fake_github: FakeGitHub)
 
 
 def test_group_loads_from_download_in_predict_only_mode(fake_github: FakeGitHub) -> None:
-    tm = task_manager({"clozetest_predict_only": True})
+    tm = task_manager(TASKS_DIR, {"clozetest_predict_only": True})
     loaded = tm.load(["clozetest_maxmin"])
     assert {name: len(list(t.test_docs())) for name, t in loaded["tasks"].items()} == {
         f"clozetest_maxmin_{lang}": 2 for lang in LANGUAGES

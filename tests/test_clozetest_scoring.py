@@ -12,18 +12,17 @@ from typing import Any
 import pytest
 
 from lm_eval_tasks.clozetest_maxmin.scoring import first_capital, letter
-from tests.clozetest_support import LANGUAGES, REAL_COUNTS, evaluate, user_text, write_answers
+from tests import clozetest_support
+from tests.clozetest_support import (
+    GEN_TASKS,
+    LANGUAGES,
+    REAL_COUNTS,
+    user_text,
+    write_answers,
+)
+from tests.lm_fakes import evaluate
 
-GEN_TASKS = [f"clozetest_maxmin_{lang}" for lang in LANGUAGES]
-
-
-@pytest.fixture(scope="module")
-def real_dir() -> Path:
-    from tests.conftest import SHARED_DATA, require
-
-    path = SHARED_DATA / "codexglue_clozetest_maxmin"
-    require(path.is_dir(), f"real ClozeTest-maxmin inputs missing at {path}")
-    return path
+real_dir = clozetest_support.real_dir  # the shared fixture, visible to this module
 
 
 @pytest.fixture(scope="module")

@@ -9,25 +9,26 @@ from typing import Any
 import pytest
 
 from lm_eval_tasks.clozetest_maxmin import _generate_configs
-from tests.clozetest_support import LANGUAGES, REAL_COUNTS, prompt_of, read_items, task_manager
+from tests import clozetest_support
+from tests.clozetest_support import (
+    GEN_TASKS,
+    LANGUAGES,
+    REAL_COUNTS,
+    prompt_of,
+    read_items,
+)
+from tests.conftest import TASKS_DIR
+from tests.lm_fakes import task_manager
+
+real_dir = clozetest_support.real_dir  # the shared fixture, visible to this module
 
 TASK_DIR = Path(_generate_configs.__file__).resolve().parent
-GEN_TASKS = [f"clozetest_maxmin_{lang}" for lang in LANGUAGES]
 LL_TASKS = [f"clozetest_maxmin_ll_{lang}" for lang in LANGUAGES]
 GROUPS = {
     "clozetest_maxmin": GEN_TASKS,
     "clozetest_maxmin_macro": GEN_TASKS,
     "clozetest_maxmin_ll": LL_TASKS,
 }
-
-
-@pytest.fixture(scope="module")
-def real_dir() -> Path:
-    from tests.conftest import SHARED_DATA, require
-
-    path = SHARED_DATA / "codexglue_clozetest_maxmin"
-    require(path.is_dir(), f"real ClozeTest-maxmin inputs missing at {path}")
-    return path
 
 
 def test_generated_configs_match_committed_files() -> None:
@@ -44,7 +45,7 @@ def test_generated_configs_match_committed_files() -> None:
 
 
 def test_every_task_and_group_is_indexed() -> None:
-    tm = task_manager({})
+    tm = task_manager(TASKS_DIR, {})
     names = set(tm.all_tasks)
     assert set(GEN_TASKS + LL_TASKS) <= names
     for group in GROUPS:
@@ -53,7 +54,9 @@ def test_every_task_and_group_is_indexed() -> None:
 
 
 def test_every_task_and_group_loads(real_dir: Path) -> None:
-    tm = task_manager({"clozetest_data_dir": str(real_dir), "clozetest_predict_only": True})
+    tm = task_manager(
+        TASKS_DIR, {"clozetest_data_dir": str(real_dir), "clozetest_predict_only": True}
+    )
     # lm-eval refuses one task in two groups of the same run, so each group loads on its own.
     tasks: dict[str, Any] = {}
     groups: dict[str, Any] = {}
@@ -118,7 +121,9 @@ GO_73 = (
 def test_rendered_prompt_is_opencompass_text(
     real_dir: Path, lang: str, idx: str, expected: str
 ) -> None:
-    tm = task_manager({"clozetest_data_dir": str(real_dir), "clozetest_predict_only": True})
+    tm = task_manager(
+        TASKS_DIR, {"clozetest_data_dir": str(real_dir), "clozetest_predict_only": True}
+    )
     task = tm.load([f"clozetest_maxmin_{lang}"])["tasks"][f"clozetest_maxmin_{lang}"]
     doc = next(d for d in task.test_docs() if d["idx"] == idx)
     assert task.doc_to_text(doc) == expected

@@ -17,22 +17,16 @@ import pytest
 
 from execution import cli
 from execution.jobfile import job_from_record, read_jobs
-from execution.languages import resolve
-from tests.conftest import ROOT, require
+from tests.conftest import ROOT, require, require_runtime, write_jsonl
+from tests.engine_programs import ADD_PY
 from utils.errors import DataError
 
 PY = "Python 3"
-ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
 TESTS = [
     {"input": "1 2\n", "output": ["3"]},
     {"input": "5 5\n", "output": ["10"]},
     {"input": "1 1\n", "output": ["3"]},  # wrong on purpose: the sum is 2
 ]
-
-
-def _python() -> None:
-    rt = resolve(PY)
-    require(rt.available, f"runtime {PY} is unavailable: {rt.reason}")
 
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -52,25 +46,20 @@ def _stats(stderr: str) -> dict[str, int]:
     return stats
 
 
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
 # -- run --------------------------------------------------------------------------------------
 
 
 @pytest.fixture
 def program(tmp_path: Path) -> tuple[Path, Path]:
     source = tmp_path / "add.py"
-    source.write_text(ADD)
+    source.write_text(ADD_PY)
     tests = tmp_path / "tests.json"
     tests.write_text(json.dumps(TESTS))
     return source, tests
 
 
 def test_run_prints_one_json_object(program: tuple[Path, Path]) -> None:
-    _python()
+    require_runtime(PY)
     source, tests = program
     proc = _cli("run", "--language", PY, "--source", str(source), "--tests", str(tests))
     assert proc.returncode == 0, proc.stderr
@@ -88,7 +77,7 @@ def test_run_prints_one_json_object(program: tuple[Path, Path]) -> None:
 def test_run_stops_at_first_failure_unless_all_tests(
     tmp_path: Path, program: tuple[Path, Path]
 ) -> None:
-    _python()
+    require_runtime(PY)
     source, _ = program
     tests = tmp_path / "first_fails.json"
     tests.write_text(json.dumps([TESTS[2], TESTS[0], TESTS[1]]))
@@ -114,7 +103,7 @@ def test_run_stops_at_first_failure_unless_all_tests(
 
 
 def test_run_limits_are_applied(tmp_path: Path) -> None:
-    _python()
+    require_runtime(PY)
     source = tmp_path / "spin.py"
     source.write_text("while True:\n    pass\n")
     tests = tmp_path / "t.json"
@@ -191,7 +180,7 @@ def test_usage_errors_exit_2(argv: list[str]) -> None:
 
 # -- batch input validation -------------------------------------------------------------------
 
-GOOD: dict[str, Any] = {"id": "a", "language": PY, "source_code": ADD, "unittests": TESTS[:1]}
+GOOD: dict[str, Any] = {"id": "a", "language": PY, "source_code": ADD_PY, "unittests": TESTS[:1]}
 
 
 @pytest.mark.parametrize(
@@ -245,7 +234,7 @@ def test_read_jobs_skips_blank_lines_and_reports_bad_json(tmp_path: Path) -> Non
 def test_batch_bad_line_exits_2_before_judging(tmp_path: Path) -> None:
     rows = [{**GOOD, "id": f"j{i}"} for i in range(3)]
     rows[1] = {**rows[1], "unittests": [{"input": "1"}]}
-    src = _write_jsonl(tmp_path / "in.jsonl", rows)
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "out.jsonl"
     proc = _cli(
         "batch", str(src), "-o", str(out), "--cache", str(tmp_path / "cache"), "--no-progress"
@@ -260,16 +249,16 @@ def test_batch_bad_line_exits_2_before_judging(tmp_path: Path) -> None:
 
 
 def test_batch_output_order_fields_and_identical_jobs(tmp_path: Path) -> None:
-    _python()
+    require_runtime(PY)
     rows: list[dict[str, Any]] = []
     for i in range(6):
         offset = i % 3  # three distinct programs, each twice
-        source = f"a, b = map(int, input().split())\nprint(a + b + {offset})\n"
+        source = ADD_PY.replace("a + b", f"a + b + {offset}")
         rows.append(
             {"id": f"job-{i}", "language": PY, "source_code": source, "unittests": TESTS[:1]}
         )
-    rows.append({"id": 99, "language": "python 3", "source_code": ADD, "unittests": TESTS[:2]})
-    src = _write_jsonl(tmp_path / "in.jsonl", rows)
+    rows.append({"id": 99, "language": "python 3", "source_code": ADD_PY, "unittests": TESTS[:2]})
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "out.jsonl"
     cache = tmp_path / "cache"
     proc = _cli("batch", str(src), "-o", str(out), "--cache", str(cache), "--workers", "2")
@@ -306,7 +295,7 @@ def test_batch_output_order_fields_and_identical_jobs(tmp_path: Path) -> None:
 
 def test_batch_resumes_after_sigkill(tmp_path: Path) -> None:
     """SIGKILL midway, rerun: only the unfinished jobs are judged, the output is complete."""
-    _python()
+    require_runtime(PY)
     n = 20
     rows = [
         {
@@ -317,7 +306,7 @@ def test_batch_resumes_after_sigkill(tmp_path: Path) -> None:
         }
         for i in range(n)
     ]
-    src = _write_jsonl(tmp_path / "in.jsonl", rows)
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "out.jsonl"
     cache = tmp_path / "cache"
 
@@ -366,7 +355,7 @@ def test_engine_failures_are_reported_and_not_cached(
 
     monkeypatch.setattr(engine_mod, "judge_with", broken)
     monkeypatch.setattr(engine_mod.Runtime, "available", property(lambda self: True))
-    src = _write_jsonl(tmp_path / "in.jsonl", [GOOD])
+    src = write_jsonl(tmp_path / "in.jsonl", [GOOD])
     out = tmp_path / "out.jsonl"
     code = cli.main(
         ["batch", str(src), "-o", str(out), "--cache", str(tmp_path / "c"), "--no-progress"]
@@ -399,14 +388,14 @@ def test_doctor_lists_runtimes_and_isolation_layers() -> None:
 
 
 def test_batch_comparator_flag_and_per_line_override(tmp_path: Path) -> None:
-    _python()
+    require_runtime(PY)
     nan = {
         "language": PY,
         "source_code": "print('nan')\n",
         "unittests": [{"input": "", "output": ["1.5"]}],
     }
     rows = [{**nan, "id": "flag"}, {**nan, "id": "line", "comparator": "default"}]
-    src = _write_jsonl(tmp_path / "in.jsonl", rows)
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "out.jsonl"
     argv = ["batch", str(src), "-o", str(out), "--no-cache", "--no-progress"]
     assert cli.main([*argv, "--comparator", "execeval"]) == 0
@@ -482,8 +471,7 @@ C_HELLO = '#include <stdio.h>\nint main(void){puts("ok");return 0;}\n'
     ],
 )
 def test_run_memory_limit_flag(tmp_path: Path, language: str, source: str, verdict: str) -> None:
-    rt = resolve(language)
-    require(rt.available, f"runtime {language} is unavailable: {rt.reason}")
+    require_runtime(language)
     src = tmp_path / "prog.txt"
     src.write_text(source)
     tests = tmp_path / "tests.json"
@@ -504,8 +492,7 @@ def test_run_memory_limit_flag(tmp_path: Path, language: str, source: str, verdi
 
 def test_run_balloon_passes_without_the_memory_flag(tmp_path: Path) -> None:
     """The control of the test above: the same balloon fits the default 256 MB."""
-    rt = resolve("GNU C11")
-    require(rt.available, f"runtime GNU C11 is unavailable: {rt.reason}")
+    require_runtime("GNU C11")
     src = tmp_path / "balloon.c"
     src.write_text(C_BALLOON)
     tests = tmp_path / "tests.json"

@@ -27,8 +27,8 @@ from execution import Engine, Job, Result, TestCase, Verdict, cgroups, resolve
 from execution import sandbox as sandbox_mod
 from execution.limits import run_limits
 from execution.sandbox import inactive_layers, probe_isolation
-from tests.conftest import require, toolchains_required
-from tests.engine_programs import HELLO
+from tests.conftest import require, require_runtime, toolchains_required
+from tests.engine_programs import HELLO, describe
 
 TOKEN = secrets.token_hex(4)  # unique per session: tags processes and files of this run
 SECRET = f"host-secret-{secrets.token_hex(8)}"
@@ -376,8 +376,7 @@ def outcomes(
     host: Host, engine: Engine, isolation_here: dict[str, object]
 ) -> dict[str, tuple[Case, Result, Aftermath]]:
     for lang in ("C", "Python", "Python 3", "Java", "Javascript", "Go", "C#"):
-        rt = resolve(lang)
-        require(rt.available, f"runtime {rt.name} unavailable: {rt.reason}")
+        require_runtime(lang)
     iso = isolation_here
     require(
         bool(iso.get("pid_namespace")) and bool(iso.get("fs_view")),
@@ -414,12 +413,6 @@ def outcomes(
 CASE_IDS = [k.id for k in build_cases(Host(Path("/x"), Path("/y"), None, 1))]  # type: ignore[arg-type]
 
 
-def _describe(r: Result) -> str:
-    comp = r.compile.stderr[-500:] if r.compile else ""
-    tests = [(t.verdict.value, t.detail, t.stdout[-300:], t.stderr[-300:]) for t in r.tests]
-    return f"{r.id}: {r.verdict} {r.detail} {comp} {tests}"
-
-
 #: slack over a job's wall limit: generous, as this checks the limit mechanism, not speed
 WALL_SLACK_S = 5.0
 
@@ -443,7 +436,7 @@ def test_hostile_program(
     if r.isolation.get("unprivileged_uid"):
         assert after.uids, "the recorder saw no sandbox uid"
     assert after.hello.verdict is Verdict.PASSED, f"engine unwell after {case_id}: {after.hello}"
-    assert r.verdict in case.expect, _describe(r)
+    assert r.verdict in case.expect, describe(r)
     if os.geteuid() == 0 and toolchains_required():
         assert not inactive_layers(r.isolation), f"inactive layers: {inactive_layers(r.isolation)}"
     else:
@@ -457,17 +450,17 @@ def test_hostile_program(
     for check in case.checks:
         kind, _, arg = check.partition(":")
         if kind == "signal":
-            assert r.tests[0].signal == arg, _describe(r)
+            assert r.tests[0].signal == arg, describe(r)
             assert arg in r.tests[0].detail
         elif kind == "wall_bounded":
             rt = resolve(case.language)
             wall = run_limits(case.time_limit_s, case.memory_mb, rt.time_factor).wall
             for t in r.tests:
-                assert t.wall_s <= wall + WALL_SLACK_S, (t.wall_s, wall, _describe(r))
+                assert t.wall_s <= wall + WALL_SLACK_S, (t.wall_s, wall, describe(r))
             # the whole judgement (compile included) did not hang either
             assert after.elapsed_s <= 120 + wall + 4 * WALL_SLACK_S, after.elapsed_s
         elif kind == "timeout":
-            assert arg in r.tests[0].detail, _describe(r)
+            assert arg in r.tests[0].detail, describe(r)
         elif kind == "exit":
             assert r.tests[0].exit_code == int(arg) and f"exit code {arg}" in r.tests[0].detail
         elif kind == "sigxfsz_or_ole":

@@ -16,14 +16,15 @@ from execution.languages import (
     java_package,
     normalize,
 )
-from execution.sandbox import inactive_layers
-from tests.conftest import SHARED_DATA, require, toolchains_required
+from tests.conftest import SHARED_DATA, require, require_runtime
 from tests.engine_programs import (
     COMPILE_ERROR,
     HELLO,
     LUCKY,
     LUCKY_EXTRA_TESTS,
     LUCKY_SRC_UID,
+    check_isolation,
+    describe,
     wrong,
 )
 
@@ -135,8 +136,7 @@ def test_registry_rejects_duplicate_names(tmp_path: Path) -> None:
 
 def test_versions_are_real_and_recorded() -> None:
     for cluster in CLUSTERS:
-        rt = resolve(cluster)
-        require(rt.available, f"runtime {rt.name} unavailable: {rt.reason}")
+        rt = require_runtime(cluster)
         assert rt.version and rt.version != "unknown", rt.name
         assert rt.binary and os.path.isabs(rt.binary)
         assert rt.version in rt.fingerprint() and rt.binary in rt.fingerprint()
@@ -180,7 +180,7 @@ def test_java_main_class_detection() -> None:
 
 
 def test_java_in_a_package_runs() -> None:
-    require(resolve("Java").available, "java unavailable")
+    require_runtime("Java")
     src = (
         "package judge.sol;\nimport java.util.*;\npublic class Solver {\n"
         "  public static void main(String[] a) { System.out.println(new Scanner(System.in)"
@@ -212,8 +212,7 @@ def _lucky_tests(shared: Path) -> tuple[TestCase, ...]:
 @pytest.fixture(scope="module")
 def judged() -> dict[str, Result]:
     for cluster in CLUSTERS:
-        rt = resolve(cluster)
-        require(rt.available, f"runtime {rt.name} unavailable: {rt.reason}")
+        require_runtime(cluster)
     lucky = _lucky_tests(SHARED_DATA)
     hello_test = (TestCase("", ("Hello, World!",)),)
     jobs: list[Job] = []
@@ -228,42 +227,30 @@ def judged() -> dict[str, Result]:
     return {r.id: r for r in results}
 
 
-def _check_isolation(result: Result) -> None:
-    missing = inactive_layers(result.isolation)
-    if os.geteuid() == 0 and toolchains_required():
-        assert not missing, f"inactive isolation layers: {missing}"
-
-
-def _describe(r: Result) -> str:
-    comp = r.compile.stderr[-800:] if r.compile else ""
-    tests = [(t.verdict.value, t.detail, t.stderr[-300:]) for t in r.tests]
-    return f"{r.id}: {r.verdict} {r.detail} {comp} {tests}"
-
-
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_hello_world_passes(judged: dict[str, Result], cluster: str) -> None:
     r = judged[f"hello/{cluster}"]
-    assert r.verdict is Verdict.PASSED, _describe(r)
+    assert r.verdict is Verdict.PASSED, describe(r)
     assert r.runtime["name"] == CLUSTER_RUNTIME[cluster]
     assert r.runtime["version"] not in ("", "unknown")
     assert r.runtime["binary"]
-    _check_isolation(r)
+    check_isolation(r.isolation)
 
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_real_problem_passes_every_test(judged: dict[str, Result], cluster: str) -> None:
     r = judged[f"lucky/{cluster}"]
-    assert r.verdict is Verdict.PASSED, _describe(r)
+    assert r.verdict is Verdict.PASSED, describe(r)
     assert len(r.tests) == 3 and all(t.verdict is Verdict.PASSED for t in r.tests)
     assert r.tests[2].stdout.strip() == "72057594037927934"
     assert all(t.memory_mb > 0 for t in r.tests)
-    _check_isolation(r)
+    check_isolation(r.isolation)
 
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_wrong_answer(judged: dict[str, Result], cluster: str) -> None:
     r = judged[f"wrong/{cluster}"]
-    assert r.verdict is Verdict.WRONG_ANSWER, _describe(r)
+    assert r.verdict is Verdict.WRONG_ANSWER, describe(r)
     # stop on first failure: the first sample already fails
     assert len(r.tests) == 1 and r.tests[0].stdout.strip() == "4"
 
@@ -271,14 +258,14 @@ def test_wrong_answer(judged: dict[str, Result], cluster: str) -> None:
 @pytest.mark.parametrize("cluster", sorted(COMPILE_ERROR))
 def test_compile_error(judged: dict[str, Result], cluster: str) -> None:
     r = judged[f"ce/{cluster}"]
-    assert r.verdict is Verdict.COMPILATION_ERROR, _describe(r)
+    assert r.verdict is Verdict.COMPILATION_ERROR, describe(r)
     assert r.compile is not None and not r.compile.ok
     assert r.compile.stderr.strip() or r.compile.stdout.strip()
     assert r.tests == []
 
 
 def test_all_tests_mode_runs_everything() -> None:
-    require(resolve("C").available, "gcc unavailable")
+    require_runtime("C")
     tests = (TestCase("1\n", ("9",)), TestCase("2\n", ("6",)), TestCase("1\n", ("2",)))
     job = Job("C", LUCKY["C"], tests, stop_on_first_fail=False)
     r = Engine(workers=1).judge(job)

@@ -17,7 +17,7 @@ from execution.languages import resolve
 from execution.limits import Limits
 from execution.runner import judge_with, no_runnable_program
 from execution.sandbox import CommandOutcome, Sandbox
-from tests.conftest import require, require_binary
+from tests.conftest import require, require_binary, require_runtime
 from tests.engine_programs import HELLO
 
 C_HELLO = HELLO["C"]
@@ -90,8 +90,7 @@ def test_launcher_failures_of_a_compiled_program_are_infra_errors(
     """Each pre-exec stage fails (EAGAIN, via the launcher's test hook) for the test runs only:
     the compile succeeds, `./main` exists, and the verdict must still be the engine's."""
     require_binary("gcc")
-    runtime = resolve("GNU C11")
-    require(runtime.available, runtime.reason)
+    runtime = require_runtime("GNU C11")
     job = _c_job()
     iso_probe = judge_with(runtime, job)
     assert iso_probe.verdict is Verdict.PASSED, iso_probe.detail
@@ -122,8 +121,7 @@ def test_a_compile_that_leaves_no_program_is_a_compilation_error() -> None:
 
 
 def test_go_package_without_main_is_a_compilation_error() -> None:
-    runtime = resolve("Go")
-    require(runtime.available, runtime.reason)
+    runtime = require_runtime("Go")
     job = Job(
         language="Go",
         source_code="package solution\n\nfunc Solve() int { return 1 }\n",

@@ -13,9 +13,9 @@ import pytest
 
 from execution.languages import accepted_names, resolve
 from execution.server import ExecServer, make_server
-from tests.conftest import require
+from tests.conftest import require_runtime
+from tests.engine_programs import ADD_PY
 
-ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
 TESTS = [
     {"input": "1 2\n", "output": ["3"]},
     {"input": "1 1\n", "output": ["3"]},  # wrong on purpose
@@ -47,11 +47,6 @@ def _request(
         return resp.status, json.loads(resp.read())
     finally:
         conn.close()
-
-
-def _python() -> None:
-    rt = resolve("Python 3")
-    require(rt.available, f"runtime Python 3 is unavailable: {rt.reason}")
 
 
 def test_all_runtimes(server: ExecServer) -> None:
@@ -87,8 +82,8 @@ def test_all_runtimes(server: ExecServer) -> None:
 
 
 def test_execute_code_stops_on_first_fail(server: ExecServer) -> None:
-    _python()
-    body = {"language": "Python 3", "source_code": ADD, "unittests": TESTS, "limits": {}}
+    require_runtime("Python 3")
+    body = {"language": "Python 3", "source_code": ADD_PY, "unittests": TESTS, "limits": {}}
     status, reply = _request(server, "POST", "/api/execute_code", body)
     assert status == 200, reply
     data = reply["data"]
@@ -110,10 +105,10 @@ def test_execute_code_stops_on_first_fail(server: ExecServer) -> None:
 
 
 def test_execute_code_all_tests_limits_and_comparator(server: ExecServer) -> None:
-    _python()
+    require_runtime("Python 3")
     body = {
         "language": "PyPy 3" if resolve("PyPy 3").available else "Python 3",
-        "source_code": ADD,
+        "source_code": ADD_PY,
         "unittests": TESTS,
         "stop_on_first_fail": False,
         "limits": {"cpu": 2, "_as": 512 * 1024 * 1024},
@@ -133,7 +128,7 @@ def test_execute_code_all_tests_limits_and_comparator(server: ExecServer) -> Non
 
 
 def test_time_limit_from_limits_cpu(server: ExecServer) -> None:
-    _python()
+    require_runtime("Python 3")
     body = {
         "language": "Python 3",
         "source_code": "while True:\n    pass\n",
@@ -146,8 +141,7 @@ def test_time_limit_from_limits_cpu(server: ExecServer) -> None:
 
 
 def test_compilation_error_is_one_entry(server: ExecServer) -> None:
-    rt = resolve("GNU C11")
-    require(rt.available, f"runtime GNU C11 is unavailable: {rt.reason}")
+    require_runtime("GNU C11")
     body = {"language": "GNU C11", "source_code": "int main( {", "unittests": TESTS}
     status, reply = _request(server, "POST", "/api/execute_code", body)
     assert status == 200
@@ -191,7 +185,7 @@ def test_malformed_json_and_unknown_paths(server: ExecServer) -> None:
 
 
 def test_concurrent_requests(server: ExecServer) -> None:
-    _python()
+    require_runtime("Python 3")
 
     def one(i: int) -> list[str]:
         body = {

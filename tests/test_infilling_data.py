@@ -11,8 +11,8 @@ import pytest
 
 from lm_eval_tasks.code_infilling import data
 from lm_eval_tasks.code_infilling.docs import build_docs
+from tests.conftest import serve_hub, write_jsonl
 from tests.infilling_support import ROWS_FILE, load_rows
-from utils import download
 from utils.errors import DataError
 
 
@@ -24,13 +24,7 @@ def _parquet(rows: list[dict], path: Path) -> Path:
 
 def test_hub_download_is_the_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     served = _parquet(load_rows(), tmp_path / "hub" / data.HUB_FILE)
-    calls = []
-
-    def fake_fetch(repo_id: str, filename: str, revision: str | None = None) -> Path:
-        calls.append((repo_id, filename, revision))
-        return tmp_path / "hub" / filename
-
-    monkeypatch.setattr(download, "fetch_hub_file", fake_fetch)
+    calls = serve_hub(monkeypatch, tmp_path / "hub")
     monkeypatch.delenv("SG_INFILLING_DATA", raising=False)
     docs = build_docs(sg_infilling_variant="starcoder")
     assert calls == [
@@ -49,10 +43,7 @@ def test_hub_download_is_the_default(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 def test_local_jsonl_and_parquet_by_env_and_metadata(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    def no_network(*args: object, **kwargs: object) -> Path:
-        raise AssertionError("the Hub must not be contacted when a local file is given")
-
-    monkeypatch.setattr(download, "fetch_hub_file", no_network)
+    hub_calls = serve_hub(monkeypatch, None)
     monkeypatch.setenv("SG_INFILLING_DATA", str(ROWS_FILE))
     from_env = build_docs(sg_infilling_variant="qwen")
     parquet = _parquet(load_rows(), tmp_path / "rows.parquet")
@@ -61,13 +52,14 @@ def test_local_jsonl_and_parquet_by_env_and_metadata(
     )
     assert [d["prompt"] for d in from_env] == [d["prompt"] for d in from_meta]
     assert from_meta[1]["row_id"] == "acme__mathlib-1#2"
+    assert hub_calls == [], "the Hub must not be contacted when a local file is given"
 
 
 def test_test_lists_may_be_lists_and_are_stored_as_json(tmp_path: Path) -> None:
     rows = load_rows()
     rows[0]["FAIL_TO_PASS"] = json.loads(rows[0]["FAIL_TO_PASS"])
     path = tmp_path / "rows.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_jsonl(path, rows)
     loaded = data.load_rows(path)
     assert isinstance(loaded[0]["FAIL_TO_PASS"], str)
     assert json.loads(loaded[0]["FAIL_TO_PASS"]) == rows[0]["FAIL_TO_PASS"]
@@ -90,7 +82,7 @@ def test_bad_rows_name_file_row_and_field(
     rows = load_rows()
     rows[1][field] = value
     path = tmp_path / "bad.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_jsonl(path, rows)
     with pytest.raises(DataError, match=message) as info:
         data.load_rows(path)
     assert info.value.row == 2 and str(path) in str(info.value)

@@ -20,8 +20,8 @@ from lm_eval_tasks.code_infilling.grading import (
     job_for,
     preflight,
 )
-from tests.conftest import require_binary
-from tests.infilling_support import ROWS_FILE, build_repos, git
+from tests.conftest import write_jsonl
+from tests.infilling_support import ROWS_FILE, git
 
 GOLD_FIX = "gold"
 EQUIVALENT = (
@@ -31,13 +31,6 @@ EQUIVALENT = (
 )
 WRONG = "    return sorted(values)[len(values) // 2]\n"
 SYNTAX_ERROR = "    return sorted(values[\n"
-
-
-@pytest.fixture
-def repos(tmp_path: Path) -> Path:
-    require_binary("git")
-    build_repos(tmp_path / "repos")
-    return tmp_path / "repos"
 
 
 @pytest.fixture
@@ -263,7 +256,7 @@ def test_oracle_command_checks_that_gold_middles_resolve(
         for line in ROWS_FILE.read_text().splitlines()
     ]
     bad_rows = tmp_path / "rows.jsonl"
-    bad_rows.write_text("".join(json.dumps(r) + "\n" for r in broken))
+    write_jsonl(bad_rows, broken)
     assert (
         oracle.main(
             [

@@ -233,9 +233,10 @@ FAKE_HARNESS = textwrap.dedent(
 )
 
 
-def test_grade_many_runs_the_harness_once_per_round(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def fake_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Put FAKE_HARNESS on PYTHONPATH as `swebench.harness.run_evaluation`; returns the file
+    where it records each of its runs."""
     pkg = tmp_path / "fake" / "swebench" / "harness"
     pkg.mkdir(parents=True)
     (pkg.parent / "__init__.py").write_text("")
@@ -244,6 +245,11 @@ def test_grade_many_runs_the_harness_once_per_round(
     calls = tmp_path / "calls.jsonl"
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fake"))
     monkeypatch.setenv("FAKE_HARNESS_CALLS", str(calls))
+    return calls
+
+
+def test_grade_many_runs_the_harness_once_per_round(tmp_path: Path, fake_harness: Path) -> None:
+    calls = fake_harness
     jobs = [
         _job("acme__mathlib-1", "RESOLVE", row=1),
         _job("acme__mathlib-1", "nope", row=2),  # same instance: needs a second harness run
@@ -265,15 +271,8 @@ def test_grade_many_runs_the_harness_once_per_round(
 
 
 def test_a_crashed_harness_is_a_grading_error_with_its_log(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_harness: Path
 ) -> None:
-    pkg = tmp_path / "fake" / "swebench" / "harness"
-    pkg.mkdir(parents=True)
-    (pkg.parent / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "run_evaluation.py").write_text(FAKE_HARNESS)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fake"))
-    monkeypatch.setenv("FAKE_HARNESS_CALLS", str(tmp_path / "calls.jsonl"))
     monkeypatch.setenv("FAKE_HARNESS_CRASH", "1")
     config = swebench_backend.SwebenchConfig(work_dir=tmp_path / "work", python=sys.executable)
     (outcome,) = swebench_backend.grade_many([_job("acme__mathlib-1", "RESOLVE")], config)

@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lm_eval_tasks.code_infilling import fim
-from tests.conftest import ROOT, TASKS_DIR, require_binary
+from tests.conftest import load_yaml
 from tests.infilling_support import (
     ROWS_FILE,
+    TASK_DIR,
     any_format_oracle,
-    build_repos,
+    evaluate,
     load_rows,
     oracle,
     wrong,
 )
-from tests.lm_fakes import ScriptedLM
+from tests.lm_fakes import run_cli, task_manager
 
-TASK_DIR = TASKS_DIR / "code_infilling"
 FORMATS = ["starcoder", "codellama", "deepseek", "qwen", "chat"]
 
 
@@ -47,64 +45,31 @@ def test_generated_configs_match_committed_files() -> None:
 
 
 def test_variants_differ_only_in_data() -> None:
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
     formats = fim.builtin_formats()
     for name in [*FORMATS, "custom"]:
         for suffix in ("", "_exec"):
-            doc = yaml.load(
-                (TASK_DIR / f"sg_infilling_{name}{suffix}.yaml").read_text(), Loader=Loader
-            )
+            doc = load_yaml(TASK_DIR / f"sg_infilling_{name}{suffix}.yaml")
             assert set(doc) == {"include", "task", "generation_kwargs", "metadata"}
             expected_stop = list(formats[name].stop) if name in formats else []
             assert doc["generation_kwargs"]["until"] == expected_stop
             assert doc["metadata"]["sg_infilling_variant"] == name
             assert doc["metadata"].get("sg_infilling_exec", False) == (suffix == "_exec")
-    exec_template = yaml.load((TASK_DIR / "_exec_template.yaml").read_text(), Loader=Loader)
+    exec_template = load_yaml(TASK_DIR / "_exec_template.yaml")
     assert exec_template["unsafe_code"] is True
-    assert "unsafe_code" not in yaml.load((TASK_DIR / "_template.yaml").read_text(), Loader=Loader)
-
-
-def _manager(**metadata: Any) -> Any:
-    from lm_eval.tasks import TaskManager
-
-    return TaskManager(include_path=str(TASK_DIR), include_defaults=False, metadata=metadata)
-
-
-def _run(script: Any, tasks: list[str], **metadata: Any) -> dict[str, Any]:
-    import lm_eval
-
-    return lm_eval.simple_evaluate(
-        model=ScriptedLM(script),
-        tasks=tasks,
-        task_manager=_manager(sg_infilling_data=str(ROWS_FILE), **metadata),
-        log_samples=True,
-        confirm_run_unsafe_code=True,
-    )
+    assert "unsafe_code" not in load_yaml(TASK_DIR / "_template.yaml")
 
 
 def test_every_variant_loads_and_cuts_its_stop_strings() -> None:
     tasks = [f"sg_infilling_{name}" for name in FORMATS]
-    assert set(tasks) | {f"{t}_exec" for t in tasks} <= set(_manager().all_tasks)
-    results = _run(any_format_oracle, tasks)["results"]
+    assert set(tasks) | {f"{t}_exec" for t in tasks} <= set(task_manager(TASK_DIR).all_tasks)
+    results = evaluate(any_format_oracle, tasks)[0]["results"]
     for task in tasks:
         assert results[task]["exact_match,middle"] == 1.0, task
         assert results[task]["edit_similarity,middle"] == 1.0, task
 
 
-@pytest.fixture
-def repos(tmp_path: Path) -> Path:
-    require_binary("git")
-    build_repos(tmp_path / "repos")
-    return tmp_path / "repos"
-
-
 def test_exec_task_oracle_resolves_and_logs_outcomes(repos: Path) -> None:
-    out = _run(oracle, ["sg_infilling_starcoder_exec"], grader="local", repos_dir=str(repos))
+    out, _ = evaluate(oracle, ["sg_infilling_starcoder_exec"], grader="local", repos_dir=str(repos))
     result = out["results"]["sg_infilling_starcoder_exec"]
     assert result["pass@1,graded"] == 1.0 and result["grading_error,graded"] == 0.0
     assert result["exact_match,graded"] == 1.0
@@ -115,7 +80,7 @@ def test_exec_task_oracle_resolves_and_logs_outcomes(repos: Path) -> None:
 
 
 def test_exec_task_wrong_model_fails(repos: Path) -> None:
-    out = _run(wrong, ["sg_infilling_qwen_exec"], grader="local", repos_dir=str(repos))
+    out, _ = evaluate(wrong, ["sg_infilling_qwen_exec"], grader="local", repos_dir=str(repos))
     result = out["results"]["sg_infilling_qwen_exec"]
     assert result["pass@1,graded"] == 0.0 and result["grading_error,graded"] == 0.0
     assert result["exact_match,graded"] == 0.0
@@ -152,28 +117,18 @@ def _user_format_prompt(row: dict[str, Any]) -> str:
 
 
 def test_custom_tasks_use_a_format_given_in_metadata(repos: Path) -> None:
-    import lm_eval
-
     rows = load_rows()
     assert rows[0]["context"] and not rows[1]["context"]  # with and without snippets
     # The gold middle, then the format's second stop string before its first, then junk: both
     # stops must be applied, whichever comes first.
-    lm = ScriptedLM(
+    out, lm = evaluate(
         lambda kind, context, extra: (
             any_format_oracle(kind, context, {}) + "<END>junk()\n<|file_separator|>other.py\n"
-        )
-    )
-    out = lm_eval.simple_evaluate(
-        model=lm,
-        tasks=["sg_infilling_custom", "sg_infilling_custom_exec"],
-        task_manager=_manager(
-            sg_infilling_data=str(ROWS_FILE),
-            sg_infilling_format=USER_FORMAT,
-            grader="local",
-            repos_dir=str(repos),
         ),
-        log_samples=True,
-        confirm_run_unsafe_code=True,
+        ["sg_infilling_custom", "sg_infilling_custom_exec"],
+        sg_infilling_format=USER_FORMAT,
+        grader="local",
+        repos_dir=str(repos),
     )
     expected = sorted(_user_format_prompt(row) for row in rows)
     assert sorted(context for context, _ in lm.generate_calls) == sorted(expected * 2)
@@ -202,7 +157,7 @@ def test_unavailable_grader_stops_the_run_before_generation(tmp_path: Path) -> N
         return ""
 
     with pytest.raises(GradingUnavailable, match="no git checkout"):
-        _run(counting, ["sg_infilling_deepseek_exec"], grader="local", repos_dir=str(tmp_path))
+        evaluate(counting, ["sg_infilling_deepseek_exec"], grader="local", repos_dir=str(tmp_path))
     assert calls == []
 
 
@@ -220,7 +175,7 @@ def test_unavailable_docker_stops_a_swebench_run_before_generation(
         return ""
 
     with pytest.raises(GradingUnavailable, match="docker"):
-        _run(counting, ["sg_infilling_codellama_exec"], grader="swebench")
+        evaluate(counting, ["sg_infilling_codellama_exec"], grader="swebench")
     assert calls == []
 
 
@@ -232,32 +187,18 @@ def test_cli_end_to_end_with_an_offline_model(repos: Path, tmp_path: Path) -> No
         "repos_dir": str(repos),
         "test_cmd": "python -m pytest -rA",
     }
-    cmd = [
-        sys.executable,
-        str(ROOT / "tests" / "run_lm_eval.py"),
-        "--model",
-        "scripted",
-        "--model_args",
-        "script=tests.infilling_support:any_format_oracle",
-        "--tasks",
+    run = run_cli(
+        "tests.infilling_support:any_format_oracle",
         "sg_infilling_chat_exec",
-        "--include_path",
-        str(TASK_DIR),
-        "--metadata",
-        json.dumps(metadata),
+        tmp_path / "out",
         "--confirm_run_unsafe_code",
         "--apply_chat_template",
-        "--log_samples",
-        "--output_path",
-        str(tmp_path / "out"),
-    ]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    (results_file,) = (tmp_path / "out").rglob("results_*.json")
-    result = json.loads(results_file.read_text())["results"]["sg_infilling_chat_exec"]
+        include_path=TASK_DIR,
+        metadata=metadata,
+    )
+    result = run.report["results"]["sg_infilling_chat_exec"]
     assert result["pass@1,graded"] == 1.0 and result["exact_match,graded"] == 1.0
-    (samples_file,) = (tmp_path / "out").rglob("samples_sg_infilling_chat_exec_*.jsonl")
-    samples = [json.loads(line) for line in samples_file.read_text().splitlines()]
+    samples = run.samples("sg_infilling_chat_exec")
     assert len(samples) == 2
     for sample in samples:
         outcome = json.loads(sample["filtered_resps"][0])

@@ -12,22 +12,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.conftest import ROOT, SHARED_DATA, TASKS_DIR, require, require_binary
-
-
-class _Loader(yaml.SafeLoader):
-    """Reads lm-eval YAML without resolving `!function` tags."""
-
-
-_Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+from tests.conftest import ROOT, SHARED_DATA, TASKS_DIR, load_yaml, require, require_binary
 
 
 def _declared_names() -> set[str]:
     names: set[str] = set()
     for path in TASKS_DIR.rglob("*.yaml"):
-        doc = yaml.load(path.read_text(), Loader=_Loader) or {}
+        doc = load_yaml(path) or {}
         for key in ("task", "group"):
             if isinstance(doc.get(key), str):
                 names.add(doc[key])

@@ -8,38 +8,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lm_eval import simple_evaluate
-from lm_eval.tasks import TaskManager
 
 from lm_eval_tasks.xcodeeval import _generate_configs, docs
 from lm_eval_tasks.xcodeeval.parsing import parse_compile_answer, parse_tags
-from tests.conftest import TASKS_DIR
-from tests.lm_fakes import ScriptedLM
-from tests.xcodeeval_support import FIXTURES, fx, problem_of
-from utils import download
+from tests.conftest import serve_hub
+from tests.xcodeeval_support import (
+    DEFAULT_META,
+    FIXTURES,
+    XCE_DIR,
+    fx,
+    problem_of,
+    run_tasks,
+    task_manager,
+)
 from utils import xcodeeval_data as xd
 from utils.errors import DataError
 from utils.xcodeeval_metrics import binary_scores, multilabel_macro_f1, rank_of_positive
-
-XCE_DIR = TASKS_DIR / "xcodeeval"
-META = {"xcodeeval_data_dir": str(FIXTURES)}
-
-
-def _manager(meta: dict[str, Any] | None = None) -> TaskManager:
-    return TaskManager(
-        include_path=str(XCE_DIR), include_defaults=False, metadata=META if meta is None else meta
-    )
-
-
-def _evaluate(tasks: list[str], script: Any, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    return simple_evaluate(  # type: ignore[no-any-return]
-        model=ScriptedLM(script=script),
-        tasks=tasks,
-        task_manager=_manager(meta),
-        confirm_run_unsafe_code=True,
-        log_samples=True,
-    )
-
 
 # --------------------------------------------------------------------------- config files
 
@@ -56,7 +40,7 @@ def test_generated_configs_match_committed_files() -> None:
 
 def test_every_task_and_group_loads_through_lm_eval() -> None:
     names = {n.removesuffix(".yaml").lstrip("_") for n in _generate_configs.render()}
-    tm = _manager()
+    tm = task_manager()
     missing = names - set(tm.all_tasks)
     assert not missing, f"not found by lm-eval (broken YAML?): {sorted(missing)}"
     slugs = list(xd.SLUGS)
@@ -75,12 +59,12 @@ def test_every_task_and_group_loads_through_lm_eval() -> None:
         assert bool(task.config.unsafe_code) == executes, name
 
 
-def _load(tm: TaskManager, names: list[str]) -> dict[str, Any]:
+def _load(tm: Any, names: list[str]) -> dict[str, Any]:
     return dict(tm.load(names)["tasks"])
 
 
 def test_paper_protocol_and_greedy_variant_settings() -> None:
-    tasks = _load(_manager(), ["xcodeeval_synth_rust", "xcodeeval_synth_greedy_rust"])
+    tasks = _load(task_manager(), ["xcodeeval_synth_rust", "xcodeeval_synth_greedy_rust"])
     paper = tasks["xcodeeval_synth_rust"].config
     assert paper.repeats == 20
     assert paper.generation_kwargs["temperature"] == 0.3157894736842105
@@ -117,7 +101,7 @@ def _authors_prompt(p: dict[str, Any], lang: str) -> str:
     ("task", "lang"), [("xcodeeval_synth_greedy_csharp", "C#"), ("xcodeeval_synth_cpp", "C++")]
 )
 def test_synthesis_prompt_is_the_authors_prompt_verbatim(task: str, lang: str) -> None:
-    t = _load(_manager(), [task])[task]
+    t = _load(task_manager(), [task])[task]
     problems = {p["src_uid"]: p for p in fx.PROBLEMS}
     docs_ = list(t.test_docs())
     assert docs_
@@ -129,28 +113,23 @@ def test_synthesis_prompt_is_the_authors_prompt_verbatim(task: str, lang: str) -
 
 
 def test_default_source_is_the_hub_through_fetch_hub_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    asked: list[tuple[str, str]] = []
+    calls = serve_hub(monkeypatch, FIXTURES)
 
-    def fake_fetch(repo_id: str, filename: str, revision: str | None = None) -> Path:
-        asked.append((repo_id, filename))
-        path = FIXTURES / filename
-        if not path.is_file():
-            raise FileNotFoundError(filename)
-        return path
+    def asked() -> list[tuple[str, str]]:
+        return [(c.repo_id, c.filename) for c in calls]
 
-    monkeypatch.setattr(download, "fetch_hub_file", fake_fetch)
     monkeypatch.delenv("XCODEEVAL_DATA", raising=False)
     source = xd.source_from_settings({})
     assert source.local_dir is None
     rows, report = xd.synthesis_rows(source, "test", "xcodeeval_synth_python")
     assert [r.problem.src_uid for r in rows] == [fx.SUM, fx.MELON]
     assert report.total == 3 and report.missing_tests == [fx.NOTESTS]
-    assert ("NTU-NLP-sg/xCodeEval", "program_synthesis/test/prog_syn_test.jsonl") in asked
-    assert ("NTU-NLP-sg/xCodeEval", "unittest_db.json") in asked
+    assert ("NTU-NLP-sg/xCodeEval", "program_synthesis/test/prog_syn_test.jsonl") in asked()
+    assert ("NTU-NLP-sg/xCodeEval", "unittest_db.json") in asked()
     # the same through lm-eval: no data dir given, documents come from the (fake) Hub
-    t = _load(_manager({}), ["xcodeeval_apr_greedy_python"])["xcodeeval_apr_greedy_python"]
+    t = _load(task_manager({}), ["xcodeeval_apr_greedy_python"])["xcodeeval_apr_greedy_python"]
     assert "apr-Python-1" in {d["apr_id"] for d in t.test_docs()}
-    assert ("NTU-NLP-sg/xCodeEval", "apr/test/Python.jsonl") in asked
+    assert ("NTU-NLP-sg/xCodeEval", "apr/test/Python.jsonl") in asked()
     # a file the Hub does not have: the error names it and the task
     with pytest.raises(
         DataError, match=r"xCodeEval/nope/validation/Kotlin\.jsonl.*xcodeeval_x needs it"
@@ -186,28 +165,18 @@ def test_split_folders_follow_the_authors_published_tree(monkeypatch: pytest.Mon
     # the fixtures are in that layout, and the retrieval task asks the Hub for the dev files
     assert (FIXTURES / expected[("retrieval_nl_code", "validation", "C#")]).is_file()
     assert not (FIXTURES / "retrieval_nl_code" / "validation").exists()
-    asked: list[str] = []
-
-    def fake_fetch(repo_id: str, filename: str, revision: str | None = None) -> Path:
-        asked.append(filename)
-        if not (FIXTURES / filename).is_file():
-            raise FileNotFoundError(filename)
-        return FIXTURES / filename
-
-    monkeypatch.setattr(download, "fetch_hub_file", fake_fetch)
+    calls = serve_hub(monkeypatch, FIXTURES)
     monkeypatch.delenv("XCODEEVAL_DATA", raising=False)
     tasks = ["xcodeeval_retrieval_nl_code", "xcodeeval_retrieval_code_code"]
-    loaded = _load(_manager({}), tasks)
+    loaded = _load(task_manager({}), tasks)
     assert all(len(list(loaded[t].test_docs())) == 22 for t in tasks)
+    asked = [c.filename for c in calls]
     assert "retrieval_code_code/dev/Kotlin_code_code_dev_file.jsonl" in asked
     assert not [f for f in asked if "/validation/" in f]
 
 
 def test_hub_error_names_the_file_and_the_task(monkeypatch: pytest.MonkeyPatch) -> None:
-    def offline(repo_id: str, filename: str, revision: str | None = None) -> Path:
-        raise OSError("network unreachable")
-
-    monkeypatch.setattr(download, "fetch_hub_file", offline)
+    serve_hub(monkeypatch, None)
     with pytest.raises(
         DataError, match=r"hf://datasets/NTU-NLP-sg/xCodeEval/unittest_db\.json.*xcodeeval_apr_c"
     ):
@@ -245,7 +214,9 @@ def test_unjoinable_rows_are_counted_and_reported(caplog: pytest.LogCaptureFixtu
         report.log()
     assert "1 not scored" in caplog.text and fx.UNKNOWN in caplog.text
     # and the count reaches lm-eval's results table
-    t = _load(_manager(), ["xcodeeval_translate_greedy_rust"])["xcodeeval_translate_greedy_rust"]
+    t = _load(task_manager(), ["xcodeeval_translate_greedy_rust"])[
+        "xcodeeval_translate_greedy_rust"
+    ]
     docs_ = list(t.test_docs())
     assert len(docs_) == 20 and {d["_unscored_rows"] for d in docs_} == {1}
     # round-robin order: the first 10 documents cover the 10 source languages
@@ -291,10 +262,18 @@ def test_split_and_sample_test_settings(shared_data: Path) -> None:
         )
     with pytest.raises(ValueError, match="split"):
         docs.build_dataset(
-            xce_task="t", xce_kind="synth", xce_cluster="Python", xcodeeval_split="train", **META
+            xce_task="t",
+            xce_kind="synth",
+            xce_cluster="Python",
+            xcodeeval_split="train",
+            **DEFAULT_META,
         )
     val = docs.build_dataset(
-        xce_task="t", xce_kind="synth", xce_cluster="Go", xcodeeval_split="validation", **META
+        xce_task="t",
+        xce_kind="synth",
+        xce_cluster="Go",
+        xcodeeval_split="validation",
+        **DEFAULT_META,
     )
     assert len(val["test"]) == 2
 
@@ -378,7 +357,7 @@ def _tag_script(kind: str, context: str, extra: Any) -> str:
 
 
 def test_tag_macro_f1_against_hand_computed_value() -> None:
-    out = _evaluate(["xcodeeval_tag_python"], _tag_script)
+    out = run_tasks(["xcodeeval_tag_python"], _tag_script)
     # rows: sum {implementation, math}, melon {brute force, math}, notests {dp, greedy, strings},
     # and a second copy of the sum program (src_uid unknown to the problems file) with sum's tags.
     # vocabulary = tags of problem_descriptions.jsonl; per tag (tp, fp, fn):
@@ -392,7 +371,7 @@ def test_tag_macro_f1_against_hand_computed_value() -> None:
 
 
 def test_tag_with_description_reports_rows_without_a_problem() -> None:
-    out = _evaluate(["xcodeeval_tag_desc_python"], _tag_script)
+    out = run_tasks(["xcodeeval_tag_desc_python"], _tag_script)
     res = out["results"]["xcodeeval_tag_desc_python"]
     assert res["unscored_rows,none"] == 1.0
     assert out["samples"]["xcodeeval_tag_desc_python"][0]["doc"]["description"]
@@ -403,7 +382,7 @@ def test_compile_accuracy_and_macro_f1_against_hand_computed_values() -> None:
     def always_yes(kind: str, context: str, extra: Any) -> str:
         return "YES, it compiles."
 
-    res = _evaluate(["xcodeeval_compile"], always_yes)["results"]["xcodeeval_compile"]
+    res = run_tasks(["xcodeeval_compile"], always_yes)["results"]["xcodeeval_compile"]
     # 11 compiling + 11 broken programs; "compiles": tp 11, fp 11 -> F1 2/3; "error": F1 0
     assert res["accuracy,none"] == pytest.approx(0.5)
     assert res["macro_f1,none"] == pytest.approx((2 / 3 + 0) / 2)
@@ -415,7 +394,7 @@ def test_compile_accuracy_and_macro_f1_against_hand_computed_values() -> None:
             return "I am not sure."  # unreadable: wrong for both classes
         return "NO" if any(b in context for b in broken) else "Yes"
 
-    res = _evaluate(["xcodeeval_compile"], mostly_right)["results"]["xcodeeval_compile"]
+    res = run_tasks(["xcodeeval_compile"], mostly_right)["results"]["xcodeeval_compile"]
     # Kotlin rows unreadable: compiles tp 10 fn 1 -> 20/21; error tp 10 fn 1 -> 20/21
     assert res["accuracy,none"] == pytest.approx(20 / 22)
     assert res["macro_f1,none"] == pytest.approx(20 / 21)
@@ -431,7 +410,7 @@ def test_retrieval_model_preferring_the_positive_scores_one() -> None:
         assert kind == "loglikelihood"
         return -1.0 if _is_positive(context, continuation) else -50.0
 
-    out = _evaluate(
+    out = run_tasks(
         ["xcodeeval_retrieval_nl_code", "xcodeeval_retrieval_code_code"], prefers_positive
     )
     for task in ("xcodeeval_retrieval_nl_code", "xcodeeval_retrieval_code_code"):
@@ -442,7 +421,7 @@ def test_retrieval_model_preferring_the_positive_scores_one() -> None:
     def prefers_negative(kind: str, context: str, continuation: Any) -> float:
         return -50.0 if _is_positive(context, continuation) else -1.0
 
-    res = _evaluate(["xcodeeval_retrieval_nl_code"], prefers_negative)["results"][
+    res = run_tasks(["xcodeeval_retrieval_nl_code"], prefers_negative)["results"][
         "xcodeeval_retrieval_nl_code"
     ]
     assert res["accuracy,none"] == 0.0
@@ -450,7 +429,9 @@ def test_retrieval_model_preferring_the_positive_scores_one() -> None:
 
 
 def test_rows_are_interleaved_across_languages() -> None:
-    built = docs.build_dataset(xce_task="xcodeeval_compile", xce_kind="compile", **META)["test"]
+    built = docs.build_dataset(xce_task="xcodeeval_compile", xce_kind="compile", **DEFAULT_META)[
+        "test"
+    ]
     assert list(built["lang_cluster"][:11]) == list(xd.CLUSTERS)
     assert json.loads(json.dumps(built[0]))["gold"] in ("compiles", "error")
 

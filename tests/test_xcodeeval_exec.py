@@ -16,16 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lm_eval import simple_evaluate
-from lm_eval.tasks import TaskManager
 
 import execution
 from execution.types import Job, Result, Verdict
 from lm_eval_tasks.xcodeeval import docs
 from lm_eval_tasks.xcodeeval.hooks import verdict_records
 from tests import xcodeeval_support as support
-from tests.conftest import ROOT, TASKS_DIR, require
-from tests.lm_fakes import ScriptedLM
+from tests.conftest import ROOT, require, serve_hub, write_jsonl
+from tests.lm_fakes import run_cli
 from tests.xcodeeval_support import FIXTURES, fx
 from utils import xcodeeval_data as xd
 from utils.errors import DataError
@@ -37,20 +35,6 @@ SLUGS = xd.SLUGS
 def exec_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
     """One result cache per module: the same reference programs are compiled once."""
     return str(tmp_path_factory.mktemp("xce-exec-cache"))
-
-
-def _evaluate(tasks: list[str], script: Any, **meta: Any) -> dict[str, Any]:
-    metadata = {"xcodeeval_data_dir": str(FIXTURES), **meta}
-    tm = TaskManager(
-        include_path=str(TASKS_DIR / "xcodeeval"), include_defaults=False, metadata=metadata
-    )
-    return simple_evaluate(  # type: ignore[no-any-return]
-        model=ScriptedLM(script=script),
-        tasks=tasks,
-        task_manager=tm,
-        confirm_run_unsafe_code=True,
-        log_samples=True,
-    )
 
 
 def _runtimes(clusters: Sequence[str]) -> None:
@@ -100,7 +84,7 @@ def test_one_engine_batch_per_task_run_and_verdicts_in_logged_samples(
 ) -> None:
     support.reset()
     engine = _CountingEngine(monkeypatch)
-    out = _evaluate(
+    out = support.run_tasks(
         ["xcodeeval_synth_python", "xcodeeval_apr_greedy_java"],
         support.mixed,
         xcodeeval_exec_cache="none",
@@ -128,7 +112,7 @@ def test_execeval_switch_selects_the_execeval_comparator_and_limits(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     engine = _CountingEngine(monkeypatch)
-    out = _evaluate(
+    out = support.run_tasks(
         ["xcodeeval_synth_greedy_go", "xcodeeval_apr_greedy_java"],
         support.oracle,
         xcodeeval_execeval_compat=True,
@@ -151,7 +135,7 @@ def test_execeval_switch_selects_the_execeval_comparator_and_limits(
         assert run_limits(2.0, 2048, factor).cpu_s == want
     # without the switch the problem's own limits are used
     engine.calls.clear()
-    _evaluate(["xcodeeval_synth_greedy_go"], support.oracle, xcodeeval_exec_cache="none")
+    support.run_tasks(["xcodeeval_synth_greedy_go"], support.oracle, xcodeeval_exec_cache="none")
     assert {(j.time_limit_s, j.memory_limit_mb) for j in engine.calls[0]} == {
         (1.0, 256),
         (2.0, 256),
@@ -171,7 +155,7 @@ def test_apr_rows_in_an_unavailable_runtime_are_counted_not_scored(
     engine = _CountingEngine(monkeypatch)
     _make_unavailable(monkeypatch, "Python 2")
     with caplog.at_level("WARNING", logger="xcodeeval"):
-        out = _evaluate(
+        out = support.run_tasks(
             ["xcodeeval_apr_greedy_python"], support.oracle, xcodeeval_exec_cache="none"
         )
     res = out["results"]["xcodeeval_apr_greedy_python"]
@@ -207,25 +191,16 @@ def _score_in_process(
     from utils import xcodeeval_score
 
     preds = tmp_path / "preds.jsonl"
-    preds.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    write_jsonl(preds, lines)
     code = xcodeeval_score.main([str(preds), "--no-cache", *args])
     return code, capsys.readouterr().out
-
-
-def _no_hub(monkeypatch: pytest.MonkeyPatch) -> None:
-    from utils import download
-
-    def offline(repo_id: str, filename: str, revision: str | None = None) -> Path:
-        raise OSError("no network in tests")
-
-    monkeypatch.setattr(download, "fetch_hub_file", offline)
 
 
 def test_score_cli_reads_xcodeeval_data_and_prints_strict_json(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     engine = _CountingEngine(monkeypatch)
-    _no_hub(monkeypatch)
+    serve_hub(monkeypatch, None)
     monkeypatch.setenv("XCODEEVAL_DATA", str(FIXTURES))
     lines = [
         {"src_uid": uid, "lang_cluster": "Python", "source_code": fx.SOLUTIONS[uid]["Python"]}
@@ -289,7 +264,9 @@ def test_score_cli_reports_lines_in_an_unavailable_runtime(
 
 def test_infra_errors_are_counted_not_scored_as_failures(monkeypatch: pytest.MonkeyPatch) -> None:
     _CountingEngine(monkeypatch, infra_for=fx.MELON)
-    out = _evaluate(["xcodeeval_synth_greedy_ruby"], support.oracle, xcodeeval_exec_cache="none")
+    out = support.run_tasks(
+        ["xcodeeval_synth_greedy_ruby"], support.oracle, xcodeeval_exec_cache="none"
+    )
     res = out["results"]["xcodeeval_synth_greedy_ruby"]
     assert res["infra_errors,judge"] == 1.0
     # the melon problem could not be judged: NaN, never a silent 0 (which would give 0.5)
@@ -304,7 +281,7 @@ def test_sample_test_scoring_is_labelled(
     monkeypatch: pytest.MonkeyPatch, shared_data: Path
 ) -> None:
     engine = _CountingEngine(monkeypatch)
-    out = _evaluate(
+    out = support.run_tasks(
         ["xcodeeval_synth_greedy_python"],
         lambda kind, ctx, extra: "print(0)",
         xcodeeval_data_dir=str(shared_data / "xcodeeval_sample"),
@@ -341,7 +318,7 @@ def test_oracle_scores_one_in_every_language(exec_cache: str) -> None:
             else support.plain_oracle(kind, context, extra)
         )
 
-    out = _evaluate(
+    out = support.run_tasks(
         ["xcodeeval_synth", "xcodeeval_synth_greedy"], oracle, xcodeeval_exec_cache=exec_cache
     )
     results = out["results"]
@@ -370,7 +347,7 @@ def _verdicts(out: dict[str, Any], task: str) -> list[Any]:
 
 def test_wrong_programs_score_zero(exec_cache: str) -> None:
     _runtimes(["Python", "C"])
-    out = _evaluate(
+    out = support.run_tasks(
         ["xcodeeval_synth_greedy_python", "xcodeeval_synth_greedy_c"],
         support.wrong,
         xcodeeval_exec_cache=exec_cache,
@@ -384,7 +361,9 @@ def test_wrong_programs_score_zero(exec_cache: str) -> None:
 def test_mixed_candidates_give_exact_unbiased_pass_at_k(exec_cache: str) -> None:
     _runtimes(["Python"])
     support.reset()
-    out = _evaluate(["xcodeeval_synth_python"], support.mixed, xcodeeval_exec_cache=exec_cache)
+    out = support.run_tasks(
+        ["xcodeeval_synth_python"], support.mixed, xcodeeval_exec_cache=exec_cache
+    )
     res = out["results"]["xcodeeval_synth_python"]
     for k in (1, 5, 10, 20):
         want = (_pass_at_k_by_formula(20, 3, k) + _pass_at_k_by_formula(20, 12, k)) / 2
@@ -395,7 +374,7 @@ def test_mixed_candidates_give_exact_unbiased_pass_at_k(exec_cache: str) -> None
 
 def test_translation_and_repair_with_oracle(exec_cache: str) -> None:
     _runtimes(["Python", "Ruby", "C++"])
-    out = _evaluate(
+    out = support.run_tasks(
         [
             "xcodeeval_translate_greedy_python",
             "xcodeeval_apr_greedy_ruby",
@@ -411,7 +390,7 @@ def test_translation_and_repair_with_oracle(exec_cache: str) -> None:
     assert res["xcodeeval_apr_greedy_ruby"]["pass@1,judge"] == 1.0
     assert res["xcodeeval_apr_greedy_cpp"]["pass@1,judge"] == 1.0
     # the buggy program itself fails: repair is not scored as "anything passes"
-    buggy = _evaluate(
+    buggy = support.run_tasks(
         ["xcodeeval_apr_greedy_ruby"],
         lambda k, c, e: fx.BUGGY_SUM["Ruby"],
         xcodeeval_exec_cache=exec_cache,
@@ -431,7 +410,7 @@ def test_score_cli_reports_pass_at_k_per_language(tmp_path: Path, exec_cache: st
         lines.append({"src_uid": uid, "lang": "GNU C11", "source_code": fx.SOLUTIONS[uid]["C"]})
     lines.append({"src_uid": fx.NOTESTS, "lang_cluster": "Python", "source_code": "print(0)"})
     lines.append({"src_uid": fx.UNKNOWN, "lang_cluster": "Python", "source_code": "print(0)"})
-    preds.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    write_jsonl(preds, lines)
     env = {**os.environ, "CODE_EVAL_CACHE": exec_cache}
     cmd = [
         sys.executable,
@@ -470,35 +449,32 @@ def test_score_cli_reports_pass_at_k_per_language(tmp_path: Path, exec_cache: st
 @pytest.mark.slow
 def test_lm_eval_cli_end_to_end(tmp_path: Path, exec_cache: str) -> None:
     _runtimes(["Python"])
-    out_dir = tmp_path / "out"
-    meta = json.dumps({"xcodeeval_data_dir": str(FIXTURES), "xcodeeval_exec_cache": exec_cache})
-    cmd = [
-        sys.executable, str(ROOT / "tests" / "run_lm_eval.py"),
-        "--model", "scripted", "--model_args", "script=tests.xcodeeval_support:oracle",
-        "--include_path", str(TASKS_DIR / "xcodeeval"),
-        "--tasks", "xcodeeval_synth_greedy_python",
-        "--metadata", meta, "--confirm_run_unsafe_code", "--apply_chat_template",
-        "--log_samples", "--output_path", str(out_dir),
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(next(out_dir.rglob("results_*.json")).read_text())
-    assert results["results"]["xcodeeval_synth_greedy_python"]["pass@1,judge"] == 1.0
-    samples = [
-        json.loads(line)
-        for line in next(out_dir.rglob("samples_xcodeeval_synth_greedy_python_*.jsonl")).open()
-    ]
+    meta = {"xcodeeval_data_dir": str(FIXTURES), "xcodeeval_exec_cache": exec_cache}
+    args = ("--confirm_run_unsafe_code", "--apply_chat_template")
+    run = run_cli(
+        "tests.xcodeeval_support:oracle",
+        "xcodeeval_synth_greedy_python",
+        tmp_path / "out",
+        *args,
+        include_path=support.XCE_DIR,
+        metadata=meta,
+    )
+    assert run.report["results"]["xcodeeval_synth_greedy_python"]["pass@1,judge"] == 1.0
+    samples = run.samples("xcodeeval_synth_greedy_python")
     assert len(samples) == 2
     # the logged sample carries each program's verdict record as JSON
     records = [verdict_records(s["filtered_resps"][0]) for s in samples]
     assert [[r["verdict"] for r in rs] for rs in records] == [["PASSED"], ["PASSED"]]
     assert all(rs[0]["tests"] == "hidden" and rs[0]["language"] == "PyPy 3" for rs in records)
     # without the confirmation flag lm-eval refuses to run code
-    refused = subprocess.run(
-        [c for c in cmd if c != "--confirm_run_unsafe_code"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
+    refused = run_cli(
+        "tests.xcodeeval_support:oracle",
+        "xcodeeval_synth_greedy_python",
+        tmp_path / "refused",
+        *[a for a in args if a != "--confirm_run_unsafe_code"],
+        include_path=support.XCE_DIR,
+        metadata=meta,
+        check=False,
     )
     assert refused.returncode != 0
     assert "marked as unsafe" in refused.stderr, refused.stderr[-2000:]

@@ -5,12 +5,38 @@ from __future__ import annotations
 import collections
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from tests import lm_fakes
+from tests.conftest import TASKS_DIR
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "xcodeeval"
 sys.path.insert(0, str(FIXTURES))
 import build_fixtures as fx  # noqa: E402
+
+XCE_DIR = TASKS_DIR / "xcodeeval"
+DEFAULT_META = {"xcodeeval_data_dir": str(FIXTURES)}
+
+
+def task_manager(metadata: Mapping[str, Any] | None = None) -> Any:
+    """The xCodeEval tasks, reading the fixture data unless `metadata` says otherwise."""
+    return lm_fakes.task_manager(XCE_DIR, DEFAULT_META if metadata is None else metadata)
+
+
+def run_tasks(tasks: list[str], script: Any, **meta: Any) -> dict[str, Any]:
+    """An xCodeEval run over the fixture data (overridable by `meta`), samples logged."""
+    out, _ = lm_fakes.evaluate(
+        script,
+        tasks,
+        {**DEFAULT_META, **meta},
+        include_path=XCE_DIR,
+        confirm_run_unsafe_code=True,
+        log_samples=True,
+    )
+    return out
+
 
 _SYNTH = re.compile(r"^Write a program in (.+?) to solve", re.M)
 _TRANSLATE = re.compile(r"^Translate the following .+? program into (.+?)\. ", re.M)
