@@ -1,7 +1,9 @@
 """Cached downloads: plain URLs and files of Hugging Face Hub dataset repositories.
 
 Both are single seams (`fetch_url`, `fetch_hub_file`) so tests can replace the network with a
-fake that serves fixture files in the real remote layout.
+fake that serves fixture files in the real remote layout. Benchmark loaders call them through
+`download_url` / `download_hub_file`, so a failed download reads the same for every benchmark:
+the URL, the task that needed it, and the setting that points at a local copy.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import execution.cache
+from utils.errors import DataError
 
 
 def cache_root() -> Path:
@@ -51,3 +54,49 @@ def fetch_hub_file(repo_id: str, filename: str, revision: str | None = None) -> 
     return Path(
         hf_hub_download(repo_id=repo_id, filename=filename, repo_type="dataset", revision=revision)
     )
+
+
+class DownloadError(DataError):
+    """A download that failed, in the one shape every benchmark uses: what was fetched (its URL),
+    for which task, and which setting points at a local copy so the run can work offline."""
+
+    def __init__(self, location: str, needed_by: str, local_copy: str, cause: BaseException):
+        self.location = location
+        self.needed_by = needed_by
+        self.local_copy = local_copy
+        super().__init__(
+            location,
+            f"could not download; {needed_by} needs it ({type(cause).__name__}: {cause}). "
+            f"To work offline, point {local_copy} at a local copy",
+        )
+
+
+def hub_location(repo_id: str, filename: str, revision: str | None = None) -> str:
+    """The `hf://` address of a Hub dataset file, as messages show it."""
+    at = f"@{revision}" if revision else ""
+    return f"hf://datasets/{repo_id}{at}/{filename}"
+
+
+def download_url(url: str, *, needed_by: str, local_copy: str) -> Path:
+    """`fetch_url`, with any failure raised as a `DownloadError` (see there)."""
+    try:
+        return fetch_url(url)
+    except Exception as exc:  # URLError, HTTPError, timeouts, disk errors: all the same to a user
+        raise DownloadError(url, needed_by, local_copy, exc) from exc
+
+
+def download_hub_file(
+    repo_id: str,
+    filename: str,
+    *,
+    needed_by: str,
+    local_copy: str,
+    revision: str | None = None,
+) -> Path:
+    """`fetch_hub_file`, with any failure raised as a `DownloadError` (see there)."""
+    try:
+        return fetch_hub_file(repo_id, filename, revision)
+    except Exception as exc:  # offline, auth, missing file: huggingface_hub has many types
+        raise DownloadError(
+            hub_location(repo_id, filename, revision), needed_by, local_copy, exc
+        ) from exc

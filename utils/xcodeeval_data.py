@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from execution.jsonl import iter_jsonl
 from execution.languages import CLUSTERS, resolve
-from utils import download
+from utils import datafiles, download
 from utils.errors import DataError
 from utils.settings import as_bool, lookup
 
@@ -67,10 +66,25 @@ SYNTHESIS_FILES = {
 }
 
 
-def check_split(split: str) -> str:
+SPLIT_KEY, SPLIT_ENV = "xcodeeval_split", "XCODEEVAL_SPLIT"
+DATA_DIR_KEY, DATA_DIR_ENV = "xcodeeval_data_dir", "XCODEEVAL_DATA"
+SAMPLE_TESTS_KEY, SAMPLE_TESTS_ENV = "xcodeeval_sample_tests", "XCODEEVAL_SAMPLE_TESTS"
+LOCAL_COPY = f"{DATA_DIR_KEY} (--metadata) or ${DATA_DIR_ENV}"
+SAMPLE_TESTS_HINT = (
+    f"or run on the public sample tests instead with --metadata '{{\"{SAMPLE_TESTS_KEY}\": true}}' "
+    f"(or {SAMPLE_TESTS_ENV}=1; such numbers are not comparable with the paper)"
+)
+
+
+def check_split(split: Any) -> str:
+    """The split a run asked for (`xcodeeval_split` / `$XCODEEVAL_SPLIT`), checked."""
     if split not in SPLITS:
-        raise ValueError(f"xCodeEval split must be one of {', '.join(SPLITS)}, got {split!r}")
-    return split
+        raise ValueError(
+            f"setting {SPLIT_KEY!r} (or ${SPLIT_ENV}): expected one of "
+            f"{', '.join(repr(s) for s in SPLITS)}, got {split!r} (the retrieval tasks' "
+            f"'dev' files are the 'validation' split)"
+        )
+    return str(split)
 
 
 def cluster_file(task_dir: str, split: str, cluster: str) -> str:
@@ -132,38 +146,44 @@ class DataSource:
 
     def path(self, relpath: str, needed_by: str) -> Path:
         """Local path of `relpath`, downloading it from the Hub (cached) when no copy is set."""
+        hint = f"; {SAMPLE_TESTS_HINT}" if relpath == UNITTESTS_FILE else ""
         if self.local_dir is not None:
             target = self.local_dir / relpath
             if not target.is_file():
                 raise DataError(
                     target,
                     f"file not found; {needed_by} needs it (xCodeEval data dir {self.local_dir}, "
-                    f"set by xcodeeval_data_dir / $XCODEEVAL_DATA)",
+                    f"set by {LOCAL_COPY}){hint}",
                 )
             return target
-        try:
-            return download.fetch_hub_file(HUB_REPO, relpath)
-        except Exception as exc:  # network, auth or missing file: name what was needed
+        return download.download_hub_file(
+            HUB_REPO, relpath, needed_by=needed_by, local_copy=LOCAL_COPY + hint
+        )
+
+    def require(self, relpaths: Sequence[str], needed_by: str) -> None:
+        """Fail once, listing every missing file, when a local copy lacks some of `relpaths`."""
+        if self.local_dir is None:
+            return
+        missing = [p for p in relpaths if not (self.local_dir / p).is_file()]
+        if missing:
             raise DataError(
-                f"hf://datasets/{HUB_REPO}/{relpath}",
-                f"could not download; {needed_by} needs it ({type(exc).__name__}: {exc}). "
-                "Point xcodeeval_data_dir or $XCODEEVAL_DATA at a local copy to work offline",
-            ) from exc
+                self.local_dir,
+                f"{needed_by} reads {len(relpaths)} files and {len(missing)} are missing: "
+                f"{', '.join(missing)}. Every language file must exist, even empty (see the "
+                "data layout in lm_eval_tasks/xcodeeval/README.md)",
+            )
 
 
 def source_from_settings(kwargs: Mapping[str, Any]) -> DataSource:
     """The data source chosen by lm-eval metadata / model_args / environment."""
-    local = lookup(kwargs, "xcodeeval_data_dir", env="XCODEEVAL_DATA")
+    local = lookup(kwargs, DATA_DIR_KEY, env=DATA_DIR_ENV)
     sample = as_bool(
-        lookup(kwargs, "xcodeeval_sample_tests", env="XCODEEVAL_SAMPLE_TESTS", default=False),
-        "xcodeeval_sample_tests",
+        lookup(kwargs, SAMPLE_TESTS_KEY, env=SAMPLE_TESTS_ENV, default=False), SAMPLE_TESTS_KEY
     )
     if local is not None:
         root = Path(str(local)).expanduser()
         if not root.is_dir():
-            raise DataError(
-                root, "xCodeEval data dir does not exist (xcodeeval_data_dir / $XCODEEVAL_DATA)"
-            )
+            raise DataError(root, f"xCodeEval data dir does not exist ({LOCAL_COPY})")
         return DataSource(root.resolve(), sample)
     return DataSource(None, sample)
 
@@ -173,7 +193,7 @@ def source_from_settings(kwargs: Mapping[str, Any]) -> DataSource:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Rows of a JSONL file; a bad line is a DataError naming the file and the line."""
-    return [row for _, row in iter_jsonl(path)]
+    return [row for _, row in datafiles.jsonl_rows(path)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -190,6 +210,26 @@ def require_field(row: Mapping[str, Any], name: str, path: Path | str, lineno: i
     if name not in row or row[name] is None:
         raise DataError(path, "missing required field", row=lineno, field=name)
     return row[name]
+
+
+def require_text(row: Mapping[str, Any], name: str, path: Path | str, lineno: int) -> str:
+    """A required, non-empty text field (numbers are not silently turned into text)."""
+    return datafiles.required_text(row, name, path, lineno)
+
+
+def require_uid(row: Mapping[str, Any], name: str, path: Path | str, lineno: int) -> str:
+    """A required id (`src_uid`, `code_uid`, `apr_id`): text without surrounding whitespace."""
+    return datafiles.required_id(row, name, path, lineno)
+
+
+def optional_int(row: Mapping[str, Any], name: str, path: Path | str, lineno: int) -> int | None:
+    """An optional integer (e.g. `difficulty`): null/absent is None; "1500" or 1.5 are errors."""
+    value = row.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise DataError(path, f"expected an integer, got {value!r:.40}", row=lineno, field=name)
+    return int(value)
 
 
 _TIME = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(seconds?|s|sec)?\s*$", re.I)
@@ -232,13 +272,15 @@ class Problem:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], path: Path | str, lineno: int) -> Problem:
-        def text(name: str) -> str:
-            return str(require_field(row, name, path, lineno))
+        """One problem row, checked: every field the prompts or the judge use must be there with
+        its type; only `notes` and `difficulty` may be null. `input_spec`/`output_spec` may be
+        empty text (some statements have none), never absent."""
 
-        inputs = require_field(row, "sample_inputs", path, lineno)
-        outputs = require_field(row, "sample_outputs", path, lineno)
-        if not isinstance(inputs, list) or not isinstance(outputs, list):
-            raise DataError(path, "sample_inputs/sample_outputs must be lists", row=lineno)
+        def text(name: str, allow_empty: bool = False) -> str:
+            return datafiles.required_text(row, name, path, lineno, allow_empty=allow_empty)
+
+        inputs = datafiles.text_list(row, "sample_inputs", path, lineno)
+        outputs = datafiles.text_list(row, "sample_outputs", path, lineno)
         if len(inputs) != len(outputs):
             raise DataError(
                 path,
@@ -246,22 +288,21 @@ class Problem:
                 row=lineno,
                 field="sample_outputs",
             )
-        tags = row.get("tags") or []
-        difficulty = row.get("difficulty")
+        notes = row.get("notes")
         return cls(
-            src_uid=text("src_uid"),
+            src_uid=require_uid(row, "src_uid", path, lineno),
             description=text("description"),
-            input_spec=str(row.get("input_spec") or ""),
-            output_spec=str(row.get("output_spec") or ""),
-            notes=None if row.get("notes") is None else str(row["notes"]),
-            sample_inputs=tuple(str(x) for x in inputs),
-            sample_outputs=tuple(str(x) for x in outputs),
-            input_from=str(row.get("input_from") or "standard input"),
-            output_to=str(row.get("output_to") or "standard output"),
+            input_spec=text("input_spec", allow_empty=True),
+            output_spec=text("output_spec", allow_empty=True),
+            notes=None if notes is None else text("notes", allow_empty=True),
+            sample_inputs=tuple(inputs),
+            sample_outputs=tuple(outputs),
+            input_from=text("input_from"),
+            output_to=text("output_to"),
             time_limit_s=parse_time_limit(text("time_limit"), path, lineno),
             memory_limit_mb=parse_memory_limit(text("memory_limit"), path, lineno),
-            tags=tuple(str(t) for t in tags),
-            difficulty=int(difficulty) if isinstance(difficulty, (int, float)) else None,
+            tags=tuple(datafiles.text_list(row, "tags", path, lineno)),
+            difficulty=optional_int(row, "difficulty", path, lineno),
         )
 
     def sample_tests(self) -> list[dict[str, Any]]:
@@ -276,8 +317,10 @@ def sample_tests(inputs: Sequence[str], outputs: Sequence[str]) -> list[dict[str
 @functools.lru_cache(maxsize=8)
 def _problems(path: str, mtime: float) -> dict[str, Problem]:
     out: dict[str, Problem] = {}
-    for lineno, row in enumerate(_cached_jsonl(path, mtime), 1):
+    seen = datafiles.IdRegistry(path, "src_uid")
+    for lineno, row in datafiles.jsonl_rows(path):
         problem = Problem.from_row(row, path, lineno)
+        seen.add(problem.src_uid, lineno)
         out[problem.src_uid] = problem
     return out
 
@@ -308,11 +351,7 @@ class UnitTests:
 
 @functools.lru_cache(maxsize=2)
 def _unittests(path: str, mtime: float) -> UnitTests:
-    with open(path, encoding="utf-8") as fh:
-        try:
-            db = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise DataError(path, f"invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+    db, _ = datafiles.read_json(path)
     if not isinstance(db, dict):
         raise DataError(path, "expected an object mapping src_uid to a list of tests")
     return UnitTests(db)
@@ -344,7 +383,7 @@ def tests_for(
     Extra keys of a test entry are ignored; a string `output` is read as a one-element list.
     """
     raw = db.get(src_uid)
-    if not raw:
+    if raw is None or raw == []:
         return None
     if not isinstance(raw, list):
         raise DataError(where, "expected a list of tests", field=src_uid)
@@ -352,9 +391,15 @@ def tests_for(
     for i, entry in enumerate(raw):
         if not isinstance(entry, dict) or "input" not in entry or "output" not in entry:
             raise DataError(where, f"test {i} needs 'input' and 'output'", field=src_uid)
-        out = entry["output"]
-        outputs = [out] if isinstance(out, str) else [str(o) for o in out]
-        tests.append({"input": str(entry["input"]), "output": outputs})
+        given, out = entry["input"], entry["output"]
+        if not isinstance(given, str):
+            raise DataError(where, f"test {i}: 'input' must be text", field=src_uid)
+        outputs = [out] if isinstance(out, str) else out
+        if not isinstance(outputs, list) or not outputs:
+            raise DataError(where, f"test {i}: 'output' must be text or a list", field=src_uid)
+        if not all(isinstance(o, str) for o in outputs):
+            raise DataError(where, f"test {i}: every 'output' must be text", field=src_uid)
+        tests.append({"input": given, "output": list(outputs)})
     return tests
 
 
@@ -483,8 +528,19 @@ def synthesis_rows(
         pairs = (({"src_uid": p.src_uid}, p) for p in problems)
     else:
         path = source.path(relpath, needed_by)
-        pairs = ((row, Problem.from_row(row, path, i)) for i, row in enumerate(jsonl_rows(path), 1))
+        pairs = synthesis_problems(path)
     return _attach_tests(pairs, source, report, needed_by), report
+
+
+def synthesis_problems(path: Path) -> list[tuple[Mapping[str, Any], Problem]]:
+    """(row, problem) of a program-synthesis file, checked; a src_uid may appear once."""
+    seen = datafiles.IdRegistry(path, "src_uid")
+    out: list[tuple[Mapping[str, Any], Problem]] = []
+    for lineno, row in enumerate(jsonl_rows(path), 1):
+        problem = Problem.from_row(row, path, lineno)
+        seen.add(problem.src_uid, lineno)
+        out.append((row, problem))
+    return out
 
 
 def _attach_tests(
@@ -510,13 +566,58 @@ def _attach_tests(
 def cluster_rows(
     source: DataSource, task_dir: str, split: str, clusters: Sequence[str], needed_by: str
 ) -> list[tuple[str, Path, int, dict[str, Any]]]:
-    """(cluster, file, line, row) for every row of the given language files of a task."""
+    """(cluster, file, line, row) for every row of the given language files of a task.
+
+    A local copy must hold every one of those files (an empty file is a language without rows):
+    a missing one fails before any is read, and the error lists all that are missing.
+    """
+    relpaths = [cluster_file(task_dir, split, cluster) for cluster in clusters]
+    source.require(relpaths, needed_by)
     out = []
-    for cluster in clusters:
-        path = source.path(cluster_file(task_dir, split, cluster), needed_by)
-        for lineno, row in enumerate(jsonl_rows(path), 1):
+    for cluster, relpath in zip(clusters, relpaths, strict=True):
+        path = source.path(relpath, needed_by)
+        for lineno, row in datafiles.jsonl_rows(path):
             out.append((cluster, path, lineno, row))
     return out
+
+
+def check_cluster_row(
+    row: Mapping[str, Any],
+    cluster: str,
+    path: Path | str,
+    lineno: int,
+    text_fields: Sequence[str],
+    id_field: str | None,
+    ids: dict[str, datafiles.IdRegistry],
+) -> dict[str, Any]:
+    """A row of a per-language file with its required fields checked (see `datafiles`).
+
+    `src_uid`, `lang` and `lang_cluster` are always required, and `lang_cluster` must name the
+    file's own cluster; `id_field` (e.g. `code_uid`) must be unique in its file, up to case.
+    """
+    require_uid(row, "src_uid", path, lineno)
+    require_text(row, "lang", path, lineno)
+    if require_text(row, "lang_cluster", path, lineno) != cluster:
+        raise DataError(
+            path,
+            f"lang_cluster {row['lang_cluster']!r} in the file of cluster {cluster!r}",
+            row=lineno,
+            field="lang_cluster",
+        )
+    for name in text_fields:
+        require_text(row, name, path, lineno)
+    if id_field is not None:
+        value = require_uid(row, id_field, path, lineno)
+        registry = ids.setdefault(str(path), datafiles.IdRegistry(path, id_field))
+        registry.add(value, lineno)
+    return dict(row)
+
+
+# Fields each execution task's rows must have, beyond src_uid, lang and lang_cluster.
+EXEC_ROW_FIELDS: dict[str, tuple[tuple[str, ...], str]] = {
+    "code_translation": (("source_code",), "code_uid"),
+    "apr": (("bug_source_code", "bug_exec_outcome"), "apr_id"),
+}
 
 
 def joined_exec_rows(
@@ -529,6 +630,9 @@ def joined_exec_rows(
 ) -> tuple[list[ExecRow], JoinReport]:
     """Rows of a per-language execution task (translation, APR) joined with problem and tests.
 
+    Every row is checked first (`check_cluster_row`, `EXEC_ROW_FIELDS`): a missing or empty
+    program, id or language is an error naming file, line and field, never a default.
+
     With `judged_in_own_runtime` (APR: a fix runs in the buggy program's `lang`), rows whose
     runtime is unavailable on this machine (e.g. Python 2 on Debian 12) are counted per runtime
     in the report and not scored: judging them could only yield engine failures, which would
@@ -536,11 +640,14 @@ def joined_exec_rows(
     """
     report = JoinReport(needed_by, split, tests=source.tests_kind)
     problems = load_problems(source, needed_by)
+    text_fields, id_field = EXEC_ROW_FIELDS[task_dir]
+    ids: dict[str, datafiles.IdRegistry] = {}
     pairs = []
-    for cluster, path, lineno, row in cluster_rows(source, task_dir, split, clusters, needed_by):
-        uid = str(require_field(row, "src_uid", path, lineno))
+    for cluster, path, lineno, raw in cluster_rows(source, task_dir, split, clusters, needed_by):
+        row = check_cluster_row(raw, cluster, path, lineno, text_fields, id_field, ids)
+        uid = row["src_uid"]
         if judged_in_own_runtime:
-            lang = str(row.get("lang") or cluster)
+            lang = row["lang"]
             reason = runtime_unavailable(lang)  # cheap: the registry and runtimes cache
             if reason:
                 report.total += 1

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from execution.languages import resolve
+from utils import datafiles
 from utils import xcodeeval_data as xd
 from utils.errors import DataError
 from utils.xcodeeval_exec import ExecSettings, Program, judge_programs
@@ -72,6 +73,9 @@ def _cluster_of(raw: dict[str, Any], path: Path, lineno: int) -> tuple[str, str]
     """(cluster, runtime name) of a prediction line."""
     lang = raw.get("lang")
     cluster = raw.get("lang_cluster")
+    for name, value in (("lang", lang), ("lang_cluster", cluster)):
+        if value is not None and not (isinstance(value, str) and value.strip()):
+            raise DataError(path, f"expected a name, got {value!r:.40}", row=lineno, field=name)
     if lang:
         try:
             runtime = resolve(str(lang))
@@ -110,8 +114,11 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
         counted_in="the report's unscored lines",
     )
     for lineno, raw in enumerate(predictions, 1):
-        uid = str(xd.require_field(raw, "src_uid", args.predictions, lineno))
-        code = xd.require_field(raw, "source_code", args.predictions, lineno)
+        uid = xd.require_uid(raw, "src_uid", args.predictions, lineno)
+        # a prediction may be empty (it then fails), but it must be text
+        code = datafiles.required_text(
+            raw, "source_code", args.predictions, lineno, allow_empty=True
+        )
         cluster, runtime = _cluster_of(raw, args.predictions, lineno)
         report.total += 1
         problem = problems.get(uid)
@@ -153,7 +160,7 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
     split_file = xd.SYNTHESIS_FILES[args.split]
     if source.has(split_file):
         split_uids = {
-            str(r.get("src_uid")) for r in xd.jsonl_rows(source.path(split_file, NEEDED_BY))
+            p.src_uid for _, p in xd.synthesis_problems(source.path(split_file, NEEDED_BY))
         }
         for cluster, by_uid in verdicts.items():
             coverage[cluster] = {

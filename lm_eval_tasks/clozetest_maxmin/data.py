@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from utils import download
+from utils import datafiles, download
 from utils.errors import DataError
 from utils.settings import as_bool, lookup
 
@@ -43,6 +43,7 @@ MASK = "<mask>"
 LABELS = ("max", "min")
 LETTERS = {"max": "A", "min": "B"}
 LANG_PLACEHOLDER = "{lang}"
+MAX_INPUTS_BYTES = datafiles.MAX_SMALL_JSON_BYTES
 
 DATA_DIR_KEY, DATA_DIR_ENV = "clozetest_data_dir", "CLOZETEST_MAXMIN_DATA"
 ANSWERS_KEY, ANSWERS_ENV = "clozetest_answers", "CLOZETEST_MAXMIN_ANSWERS"
@@ -92,6 +93,11 @@ def _check_language(language: str) -> str:
     return language
 
 
+def _needed_by(language: str) -> str:
+    """How download errors name the tasks of one language."""
+    return f"ClozeTest-maxmin {language} (clozetest_maxmin_{language} / clozetest_maxmin_ll_{language})"
+
+
 def _is_url(text: str) -> bool:
     return text.startswith(("http://", "https://"))
 
@@ -117,7 +123,12 @@ def inputs_path(language: str, settings: Mapping[str, Any]) -> Path:
     _check_language(language)
     root = data_dir(settings)
     if root is None:
-        return download.fetch_url(f"{REMOTE_BASE}/{language}/{INPUTS_NAME}")
+        return download.download_url(
+            f"{REMOTE_BASE}/{language}/{INPUTS_NAME}",
+            needed_by=_needed_by(language),
+            local_copy=f"{DATA_DIR_KEY} (--metadata) or ${DATA_DIR_ENV} "
+            f"(a folder with <lang>/{INPUTS_NAME})",
+        )
     path = root / language / INPUTS_NAME
     if not path.is_file():
         raise DataError(
@@ -215,23 +226,25 @@ def _item_lines(text: str, count: int) -> list[int | None]:
 
 
 def _tokens(path: Path, value: Any, line: int | None, field: str) -> tuple[str, ...]:
+    if value is None:
+        raise DataError(path, "missing required field", row=line, field=field)
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         raise DataError(path, "expected a list of strings", row=line, field=field)
     return tuple(value)
 
 
 def read_inputs(path: Path, language: str) -> list[ClozeItem]:
-    """Parse and validate one language's `clozeTest.json`."""
-    text = Path(path).read_text(encoding="utf-8-sig")
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(path, f"invalid JSON: {exc.msg}", row=exc.lineno) from None
+    """Parse and validate one language's `clozeTest.json`.
+
+    Bytes that are not UTF-8, a file over `MAX_INPUTS_BYTES`, a missing field, an idx that is not
+    text, has surrounding whitespace or repeats another up to case are errors naming the line.
+    """
+    raw, text = datafiles.read_json(path, MAX_INPUTS_BYTES)
     if not isinstance(raw, list) or not raw:
         raise DataError(path, "expected a non-empty JSON list of items")
     lines = _item_lines(text, len(raw))
     items: list[ClozeItem] = []
-    seen: dict[str, int | None] = {}
+    seen = datafiles.IdRegistry(path, "idx")
     for position, (entry, line) in enumerate(zip(raw, lines, strict=True), start=1):
         where = f"item {position}"
         if not isinstance(entry, dict):
@@ -239,11 +252,8 @@ def read_inputs(path: Path, language: str) -> list[ClozeItem]:
         idx = entry.get("idx")
         if not isinstance(idx, str) or not idx:
             raise DataError(path, f"{where} has no string idx", row=line, field="idx")
-        if idx in seen:
-            raise DataError(
-                path, f"duplicate idx {idx!r} (first at line {seen[idx]})", row=line, field="idx"
-            )
-        seen[idx] = line
+        idx = datafiles.required_id(entry, "idx", path, line)
+        seen.add(idx, line)
         nl = _tokens(path, entry.get("nl_tokens"), line, "nl_tokens")
         pl = _tokens(path, entry.get("pl_tokens"), line, "pl_tokens")
         masks = [i for i, tok in enumerate(pl) if tok == MASK]
@@ -259,34 +269,30 @@ def read_inputs(path: Path, language: str) -> list[ClozeItem]:
 
 
 def read_answers(path: Path) -> dict[str, tuple[str, int]]:
-    """`idx<CODESPLIT>max|min` lines -> {idx: (label, line)}; blank lines are ignored."""
+    """`idx<CODESPLIT>max|min` lines -> {idx: (label, line)}; blank lines are ignored.
+
+    Streamed with the line-length cap; ids repeated (or equal up to case) are errors."""
     answers: dict[str, tuple[str, int]] = {}
-    with open(path, encoding="utf-8-sig") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.strip()
-            if not line:
-                continue
-            parts = line.split(CODESPLIT)
-            if len(parts) != 2:
-                raise DataError(
-                    path, f"expected idx{CODESPLIT}max|min, got {line[:80]!r}", row=number
-                )
-            idx, label = parts[0].strip(), parts[1].strip()
-            if label not in LABELS:
-                raise DataError(
-                    path,
-                    f"label {label!r} for {idx} is neither max nor min",
-                    row=number,
-                    field="label",
-                )
-            if idx in answers:
-                raise DataError(
-                    path,
-                    f"duplicate idx {idx!r} (first at line {answers[idx][1]})",
-                    row=number,
-                    field="idx",
-                )
-            answers[idx] = (label, number)
+    seen = datafiles.IdRegistry(path, "idx")
+    for number, raw in datafiles.text_lines(path):
+        line = raw.strip()
+        if not line:
+            continue
+        parts = line.split(CODESPLIT)
+        if len(parts) != 2:
+            raise DataError(path, f"expected idx{CODESPLIT}max|min, got {line[:80]!r}", row=number)
+        idx, label = parts[0].strip(), parts[1].strip()
+        if not idx:
+            raise DataError(path, "empty idx", row=number, field="idx")
+        if label not in LABELS:
+            raise DataError(
+                path,
+                f"label {label!r} for {idx} is neither max nor min",
+                row=number,
+                field="label",
+            )
+        seen.add(idx, number)
+        answers[idx] = (label, number)
     return answers
 
 
@@ -387,7 +393,13 @@ def load_items(language: str, settings: Mapping[str, Any]) -> list[ClozeItem]:
     if location is None:
         raise _missing_answers_error(language, settings)
     answers_file = (
-        download.fetch_url(location) if _is_url(location) else Path(location).expanduser()
+        download.download_url(
+            location,
+            needed_by=_needed_by(language),
+            local_copy=f"{ANSWERS_KEY} (--metadata) or ${ANSWERS_ENV} (a local answers file)",
+        )
+        if _is_url(location)
+        else Path(location).expanduser()
     )
     items = join_answers(items, read_answers(answers_file), location, source)
     log.info(

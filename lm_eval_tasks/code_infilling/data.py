@@ -8,18 +8,20 @@ traceback in the middle of a run.
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from execution.jsonl import iter_jsonl
-from utils import download
+from utils import datafiles, download
 from utils.errors import DataError
 
 HUB_REPO = "sourcegraph/code-multi-line-infilling-benchmark"
 HUB_FILE = "data/test-00000-of-00001.parquet"
+DATA_KEY, DATA_ENV = "sg_infilling_data", "SG_INFILLING_DATA"
+LOCAL_COPY = f"{DATA_KEY} (--metadata) or ${DATA_ENV} (a local parquet or JSONL file)"
 
 TEXT_FIELDS = (
     "repo",
@@ -57,12 +59,16 @@ def resolve_source(
     if data:
         path = Path(data).expanduser()
         if not path.is_file():
-            raise DataError(
-                path, "data file not found (set by SG_INFILLING_DATA or sg_infilling_data)"
-            )
+            raise DataError(path, f"data file not found (set by {LOCAL_COPY})")
         return Source(path=path, origin="local")
     return Source(
-        path=download.fetch_hub_file(HUB_REPO, hub_file or HUB_FILE, revision=revision),
+        path=download.download_hub_file(
+            HUB_REPO,
+            hub_file or HUB_FILE,
+            revision=revision,
+            needed_by="the Sourcegraph infilling tasks (sg_infilling_*)",
+            local_copy=LOCAL_COPY,
+        ),
         origin="hub",
     )
 
@@ -76,7 +82,7 @@ def read_raw_rows(path: Path) -> list[dict[str, Any]]:
             return list(pq.read_table(path).to_pylist())
         except Exception as exc:  # pyarrow raises several unrelated types for a bad file
             raise DataError(path, f"cannot read parquet file: {exc}") from exc
-    return [row for _, row in iter_jsonl(path)]
+    return [row for _, row in datafiles.jsonl_rows(path)]
 
 
 def parse_test_list(value: Any, path: Path, row: int, field: str) -> list[str]:
@@ -108,7 +114,10 @@ def check_row(raw: Mapping[str, Any], path: Path, row: int) -> dict[str, Any]:
         raise DataError(path, f"expected 'owner/name', got {out['repo']!r}", row=row, field="repo")
     for name in OPTIONAL_TEXT_FIELDS:
         value = raw.get(name)
-        out[name] = "" if value is None else str(value)
+        if isinstance(value, datetime.date):  # parquet may type `created_at` as a timestamp
+            value = value.isoformat()
+        # absent or null is ""; a number is an error (version 1.10 read as 1.1 would be wrong)
+        out[name] = datafiles.optional_text({name: value}, name, path, row)
     for name in TEST_LIST_FIELDS:
         tests = parse_test_list(raw.get(name), path, row, name)
         out[name] = json.dumps(tests)  # kept as a JSON string, as in SWE-bench

@@ -19,6 +19,7 @@ from typing import Any
 import datasets
 
 from execution.languages import resolve
+from utils import datafiles
 from utils import xcodeeval_data as xd
 from utils.errors import DataError
 from utils.settings import lookup
@@ -55,14 +56,7 @@ def build_dataset(**kwargs: Any) -> dict[str, datasets.Dataset]:
     cluster = kwargs.get("xce_cluster") or None
     clusters = [cluster] if cluster else list(xd.CLUSTERS)
     split = xd.check_split(
-        str(
-            lookup(
-                kwargs,
-                "xcodeeval_split",
-                env="XCODEEVAL_SPLIT",
-                default=DEFAULT_SPLIT.get(kind, "test"),
-            )
-        )
+        lookup(kwargs, xd.SPLIT_KEY, env=xd.SPLIT_ENV, default=DEFAULT_SPLIT.get(kind, "test"))
     )
     source = xd.source_from_settings(kwargs)
     docs = build_docs(kind, task, clusters, split, source, kwargs)
@@ -175,20 +169,15 @@ def _translate_docs(
     common = _exec_fields(task, split, source, settings, report)
     by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in sources}
     for r in rows:
-        src_cluster = str(r.row.get("lang_cluster") or "")
-        if src_cluster not in by_cluster:
-            raise DataError(
-                f"code_translation/{split}",
-                f"unexpected lang_cluster {src_cluster!r}",
-                field="lang_cluster",
-            )
+        # fields checked by xd.joined_exec_rows (lang_cluster is the file's own cluster)
+        src_cluster = r.row["lang_cluster"]
         by_cluster[src_cluster].append(
             {
                 **_problem_fields(r.problem),
                 "source_lang_cluster": src_cluster,
-                "source_lang": str(r.row.get("lang") or src_cluster),
-                "source_code": str(r.row.get("source_code") or ""),
-                "code_uid": str(r.row.get("code_uid") or ""),
+                "source_lang": r.row["lang"],
+                "source_code": r.row["source_code"],
+                "code_uid": r.row["code_uid"],
                 "lang_cluster": target,
                 "judge_lang": resolve(target).name,
                 **common,
@@ -208,14 +197,15 @@ def _apr_docs(
     common = _exec_fields(task, split, source, settings, report)
     docs = []
     for r in rows:
-        lang = str(r.row.get("lang") or cluster)
+        # fields checked by xd.joined_exec_rows: present, text, not empty
+        lang = r.row["lang"]
         docs.append(
             {
                 **_problem_fields(r.problem),
-                "apr_id": str(r.row.get("apr_id") or ""),
+                "apr_id": r.row["apr_id"],
                 "lang": lang,
-                "bug_source_code": str(r.row.get("bug_source_code") or ""),
-                "bug_exec_outcome": str(r.row.get("bug_exec_outcome") or "unknown"),
+                "bug_source_code": r.row["bug_source_code"],
+                "bug_exec_outcome": r.row["bug_exec_outcome"],
                 "lang_cluster": cluster,
                 # the fix is judged with the buggy program's own runtime (e.g. GNU C++14)
                 "judge_lang": lang,
@@ -242,20 +232,20 @@ def _tag_docs(
     report = xd.JoinReport(task, split)
     by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in clusters}
     extra: set[str] = set()
-    for cluster, path, lineno, row in xd.cluster_rows(
+    ids: dict[str, datafiles.IdRegistry] = {}
+    for cluster, path, lineno, raw in xd.cluster_rows(
         source, "tag_classification", split, clusters, task
     ):
-        gold = xd.require_field(row, "tags", path, lineno)
-        if not isinstance(gold, list):
-            raise DataError(path, "expected a list of tags", row=lineno, field="tags")
-        uid = str(xd.require_field(row, "src_uid", path, lineno))
+        row = xd.check_cluster_row(raw, cluster, path, lineno, ("source_code",), "code_uid", ids)
+        gold = datafiles.text_list(row, "tags", path, lineno)  # may be empty: no tag
+        uid = row["src_uid"]
         report.total += 1
         doc: dict[str, Any] = {
             "src_uid": uid,
-            "lang": str(row.get("lang") or cluster),
+            "lang": row["lang"],
             "lang_cluster": cluster,
-            "source_code": str(xd.require_field(row, "source_code", path, lineno)),
-            "gold_tags": [str(t) for t in gold],
+            "source_code": row["source_code"],
+            "gold_tags": gold,
             "vocabulary": vocab,
             "_unscored_rows": 0,
         }
@@ -292,9 +282,11 @@ def _compile_docs(
     task: str, clusters: Sequence[str], split: str, source: xd.DataSource
 ) -> list[dict[str, Any]]:
     by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in clusters}
-    for cluster, path, lineno, row in xd.cluster_rows(
+    ids: dict[str, datafiles.IdRegistry] = {}
+    for cluster, path, lineno, raw in xd.cluster_rows(
         source, "code_compilation", split, clusters, task
     ):
+        row = xd.check_cluster_row(raw, cluster, path, lineno, ("source_code",), "code_uid", ids)
         flag = xd.require_field(row, "compilation_error", path, lineno)
         if not isinstance(flag, bool):
             raise DataError(
@@ -302,10 +294,10 @@ def _compile_docs(
             )
         by_cluster[cluster].append(
             {
-                "src_uid": str(row.get("src_uid") or ""),
-                "lang": str(row.get("lang") or cluster),
+                "src_uid": row["src_uid"],
+                "lang": row["lang"],
                 "lang_cluster": cluster,
-                "source_code": str(xd.require_field(row, "source_code", path, lineno)),
+                "source_code": row["source_code"],
                 "gold": "error" if flag else "compiles",
             }
         )
@@ -313,11 +305,15 @@ def _compile_docs(
 
 
 def _as_programs(value: Any, path: Any, lineno: int, name: str) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return list(value)
-    raise DataError(path, "expected a program or a list of programs", row=lineno, field=name)
+    """One program or a list of them; none may be blank, and the list may not be empty."""
+    programs = [value] if isinstance(value, str) else value
+    if not isinstance(programs, list) or not all(isinstance(v, str) for v in programs):
+        raise DataError(path, "expected a program or a list of programs", row=lineno, field=name)
+    if not programs:
+        raise DataError(path, "no program", row=lineno, field=name)
+    if any(not p.strip() for p in programs):
+        raise DataError(path, "empty program", row=lineno, field=name)
+    return list(programs)
 
 
 def _retrieval_docs(
@@ -329,14 +325,15 @@ def _retrieval_docs(
         positives = _as_programs(
             xd.require_field(row, "positive_code", path, lineno), path, lineno, "positive_code"
         )
-        negatives = _as_programs(row.get("negative_code") or [], path, lineno, "negative_code")
-        if not positives:
-            raise DataError(path, "no positive program", row=lineno, field="positive_code")
+        # without negatives the positive is always ranked first: a free point, so an error
+        negatives = _as_programs(
+            xd.require_field(row, "negative_code", path, lineno), path, lineno, "negative_code"
+        )
         by_cluster[cluster].append(
             {
-                "src_uid": str(row.get("src_uid") or ""),
+                "src_uid": xd.require_uid(row, "src_uid", path, lineno),
                 "lang_cluster": cluster,
-                "query": str(xd.require_field(row, query_field, path, lineno)),
+                "query": xd.require_text(row, query_field, path, lineno),
                 "candidates": positives + negatives,
                 "n_positive": len(positives),
             }
