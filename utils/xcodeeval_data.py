@@ -28,7 +28,7 @@ from typing import Any
 from execution.languages import CLUSTERS, resolve
 from utils import datafiles, download
 from utils.errors import DataError
-from utils.settings import as_bool, lookup
+from utils.settings import as_bool, choice, lookup
 
 log = logging.getLogger("xcodeeval")
 
@@ -78,13 +78,10 @@ SAMPLE_TESTS_HINT = (
 
 def check_split(split: Any) -> str:
     """The split a run asked for (`xcodeeval_split` / `$XCODEEVAL_SPLIT`), checked."""
-    if split not in SPLITS:
-        raise ValueError(
-            f"setting {SPLIT_KEY!r} (or ${SPLIT_ENV}): expected one of "
-            f"{', '.join(repr(s) for s in SPLITS)}, got {split!r} (the retrieval tasks' "
-            f"'dev' files are the 'validation' split)"
-        )
-    return str(split)
+    try:
+        return choice(split, SPLIT_KEY, SPLITS, env=SPLIT_ENV)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (the retrieval tasks' 'dev' files are 'validation')") from None
 
 
 def cluster_file(task_dir: str, split: str, cluster: str) -> str:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from utils.settings import FALSE_WORDS, as_bool, lookup
+from utils.settings import FALSE_WORDS, as_bool, as_int, lookup
 
 log = logging.getLogger("xcodeeval")
 
@@ -93,7 +93,13 @@ def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:
     cache = lookup(kwargs, "xcodeeval_exec_cache", env="XCODEEVAL_EXEC_CACHE", default="default")
     if str(cache).strip().lower() in {"none", *FALSE_WORDS}:
         cache = None
-    return ExecSettings(compat, int(workers) if workers not in (None, "") else None, cache)
+    return ExecSettings(
+        compat,
+        None
+        if workers in (None, "")
+        else as_int(workers, "xcodeeval_workers", env="XCODEEVAL_WORKERS", minimum=1),
+        cache,
+    )
 
 
 def _record(result: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from lm_eval_tasks.code_infilling import data, fim
 from lm_eval_tasks.code_infilling.grading import GradingSettings, preflight
-from utils.settings import as_bool, lookup
+from utils.settings import as_bool, as_int, lookup
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +57,11 @@ def budget_from(kwargs: Mapping[str, Any]) -> fim.Budget:
             limit = lookup(
                 kwargs, "sg_infilling_max_prompt_tokens", default=fim.DEFAULT_MAX_PROMPT_TOKENS
             )
-            return fim.Budget.tokens(tokenizer, int(limit))
+            return fim.Budget.tokens(
+                tokenizer, as_int(limit, "sg_infilling_max_prompt_tokens", minimum=1)
+            )
     limit = lookup(kwargs, "sg_infilling_max_prompt_chars", default=fim.DEFAULT_MAX_PROMPT_CHARS)
-    return fim.Budget.chars(int(limit))
+    return fim.Budget.chars(as_int(limit, "sg_infilling_max_prompt_chars", minimum=1))
 
 
 def format_from(kwargs: Mapping[str, Any]) -> fim.FimFormat:
@@ -96,7 +98,7 @@ def rows_from(kwargs: Mapping[str, Any]) -> tuple[data.Source, list[dict[str, An
     rows = data.load_rows(source.path)
     limit = lookup(kwargs, "sg_infilling_limit")
     if limit is not None:
-        rows = rows[: int(limit)]
+        rows = rows[: as_int(limit, "sg_infilling_limit", minimum=1)]
     return source, rows
 
 

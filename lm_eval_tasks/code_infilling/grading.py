@@ -19,7 +19,7 @@ from typing import Any
 
 from execution.repo_tests import RepoTestJob, RepoTestOutcome
 from lm_eval_tasks.code_infilling.stitch import model_patch, stitched_file
-from utils.settings import as_bool, lookup
+from utils.settings import as_bool, as_float, as_int, choice, lookup
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,14 @@ def _setting(
     if value is None and alias:
         value = lookup(kwargs, alias)
     return default if value is None else value
+
+
+def _int(kwargs: Mapping[str, Any], key: str, default: int) -> int:
+    return as_int(_setting(kwargs, key, default), key, env=key.upper(), minimum=1)
+
+
+def _float(kwargs: Mapping[str, Any], key: str, default: float) -> float:
+    return as_float(_setting(kwargs, key, default), key, env=key.upper())
 
 
 @dataclass(frozen=True)
@@ -61,25 +69,28 @@ class GradingSettings:
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any]) -> GradingSettings:
         """Read `sg_infilling_*` keys (plus the short `grader`, `repos_dir`, `test_cmd`)."""
-        grader = str(_setting(kwargs, "sg_infilling_grader", "swebench", alias="grader")).lower()
-        if grader not in GRADERS:
-            raise ValueError(f"setting 'grader': expected one of {GRADERS}, got {grader!r}")
+        grader = choice(
+            str(_setting(kwargs, "sg_infilling_grader", "swebench", alias="grader")).lower(),
+            "sg_infilling_grader (or grader)",
+            GRADERS,
+            env="SG_INFILLING_GRADER",
+        )
         cpus = os.cpu_count() or 1
         return cls(
             grader=grader,
             repos_dir=str(_setting(kwargs, "sg_infilling_repos_dir", "", alias="repos_dir")),
             test_cmd=str(_setting(kwargs, "sg_infilling_test_cmd", cls.test_cmd, alias="test_cmd")),
             log_parser=str(_setting(kwargs, "sg_infilling_log_parser", cls.log_parser)),
-            workers=int(_setting(kwargs, "sg_infilling_workers", min(2, cpus))),
-            test_cpu_s=float(_setting(kwargs, "sg_infilling_test_cpu_s", cls.test_cpu_s)),
-            test_wall_s=float(_setting(kwargs, "sg_infilling_test_wall_s", cls.test_wall_s)),
-            test_memory_mb=int(_setting(kwargs, "sg_infilling_test_memory_mb", cls.test_memory_mb)),
+            workers=_int(kwargs, "sg_infilling_workers", min(2, cpus)),
+            test_cpu_s=_float(kwargs, "sg_infilling_test_cpu_s", cls.test_cpu_s),
+            test_wall_s=_float(kwargs, "sg_infilling_test_wall_s", cls.test_wall_s),
+            test_memory_mb=_int(kwargs, "sg_infilling_test_memory_mb", cls.test_memory_mb),
             swebench_namespace=str(_setting(kwargs, "sg_infilling_swebench_namespace", "swebench")),
             swebench_allow_pull=as_bool(
                 _setting(kwargs, "sg_infilling_swebench_allow_pull", False),
                 "sg_infilling_swebench_allow_pull",
             ),
-            swebench_timeout_s=int(_setting(kwargs, "sg_infilling_swebench_timeout_s", 1800)),
+            swebench_timeout_s=_int(kwargs, "sg_infilling_swebench_timeout_s", 1800),
             swebench_work_dir=str(_setting(kwargs, "sg_infilling_swebench_work_dir", "")),
             model_name=str(_setting(kwargs, "sg_infilling_model_name", cls.model_name)),
         )
