@@ -15,6 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
+from hypothesis import settings
+
+# Property tests: a fixed, reproducible CI profile (override with HYPOTHESIS_PROFILE).
+settings.register_profile("ci", max_examples=60, derandomize=True, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 if TYPE_CHECKING:
     from execution.languages import Runtime

@@ -60,14 +60,16 @@ class DownloadError(DataError):
     """A download that failed, in the one shape every benchmark uses: what was fetched (its URL),
     for which task, and which setting points at a local copy so the run can work offline."""
 
-    def __init__(self, location: str, needed_by: str, local_copy: str, cause: BaseException):
+    def __init__(
+        self, location: str, needed_by: str, local_copy: str, cause: BaseException, hint: str = ""
+    ):
         self.location = location
         self.needed_by = needed_by
         self.local_copy = local_copy
         super().__init__(
             location,
             f"could not download; {needed_by} needs it ({type(cause).__name__}: {cause}). "
-            f"To work offline, point {local_copy} at a local copy",
+            f"To work offline, point {local_copy} at a local copy{hint}",
         )
 
 
@@ -77,12 +79,12 @@ def hub_location(repo_id: str, filename: str, revision: str | None = None) -> st
     return f"hf://datasets/{repo_id}{at}/{filename}"
 
 
-def download_url(url: str, *, needed_by: str, local_copy: str) -> Path:
+def download_url(url: str, *, needed_by: str, local_copy: str, hint: str = "") -> Path:
     """`fetch_url`, with any failure raised as a `DownloadError` (see there)."""
     try:
         return fetch_url(url)
     except Exception as exc:  # URLError, HTTPError, timeouts, disk errors: all the same to a user
-        raise DownloadError(url, needed_by, local_copy, exc) from exc
+        raise DownloadError(url, needed_by, local_copy, exc, hint) from exc
 
 
 def download_hub_file(
@@ -92,11 +94,12 @@ def download_hub_file(
     needed_by: str,
     local_copy: str,
     revision: str | None = None,
+    hint: str = "",
 ) -> Path:
     """`fetch_hub_file`, with any failure raised as a `DownloadError` (see there)."""
     try:
         return fetch_hub_file(repo_id, filename, revision)
     except Exception as exc:  # offline, auth, missing file: huggingface_hub has many types
         raise DownloadError(
-            hub_location(repo_id, filename, revision), needed_by, local_copy, exc
+            hub_location(repo_id, filename, revision), needed_by, local_copy, exc, hint
         ) from exc

@@ -154,7 +154,7 @@ class DataSource:
                 )
             return target
         return download.download_hub_file(
-            HUB_REPO, relpath, needed_by=needed_by, local_copy=LOCAL_COPY + hint
+            HUB_REPO, relpath, needed_by=needed_by, local_copy=LOCAL_COPY, hint=hint
         )
 
     def require(self, relpaths: Sequence[str], needed_by: str) -> None:
