@@ -2,8 +2,8 @@
 
 Every loader of the three benchmarks reads through here, so they share one set of rules:
 
-* JSON Lines are streamed; a line longer than `MAX_LINE_CHARS` is an error found after reading
-  at most that much of it (no benchmark row comes near it: the longest are retrieval rows
+* JSON Lines and text files are streamed line by line; a line longer than `MAX_LINE_BYTES` is
+  an error found after reading at most that much of it (no benchmark row comes near it: the longest are retrieval rows
   holding a few dozen programs).
 * Whole-file JSON (`clozeTest.json`, `unittest_db.json`) must be UTF-8; `clozeTest.json` is
   capped at `MAX_SMALL_JSON_BYTES`, checked before reading.
@@ -22,18 +22,18 @@ from typing import Any
 from execution.jsonl import iter_jsonl, iter_lines
 from utils.errors import DataError
 
-MAX_LINE_CHARS = 64 * 1024 * 1024
+MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_SMALL_JSON_BYTES = 64 * 1024 * 1024
 
 
 def jsonl_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, object) of a benchmark JSONL file, with the line-length cap."""
-    return iter_jsonl(path, MAX_LINE_CHARS)
+    return iter_jsonl(path, MAX_LINE_BYTES)
 
 
 def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """(line, text without its line end) of a benchmark text file, with the line-length cap."""
-    for lineno, line in iter_lines(path, MAX_LINE_CHARS):
+    for lineno, line in iter_lines(path, MAX_LINE_BYTES):
         yield lineno, line.rstrip("\r\n")
 
 
@@ -140,10 +140,14 @@ class IdRegistry:
         key = value.casefold()
         if key in self._seen:
             first, first_row = self._seen[key]
-            how = "duplicate" if first == value else f"differs only in case from {first!r}"
+            how = (
+                f"duplicate {self.field} {value!r}"
+                if first == value
+                else f"{self.field} {value!r} differs only in case from {first!r}"
+            )
             raise DataError(
                 self.path,
-                f"{how} {self.field} {value!r} (first at line {first_row})",
+                f"{how} (first at line {first_row})",
                 row=row_no,
                 field=self.field,
             )
