@@ -11,11 +11,11 @@ import pytest
 
 from lm_eval_tasks.xcodeeval import _generate_configs, docs
 from lm_eval_tasks.xcodeeval.parsing import parse_compile_answer, parse_tags
-from tests.conftest import serve_hub
+from tests.conftest import TASKS_DIR, serve_hub
+from tests.task_configs import hook_files
 from tests.xcodeeval_support import (
     DEFAULT_META,
     FIXTURES,
-    XCE_DIR,
     fx,
     problem_of,
     run_tasks,
@@ -28,18 +28,9 @@ from utils.xcodeeval_metrics import binary_scores, multilabel_macro_f1, rank_of_
 # --------------------------------------------------------------------------- config files
 
 
-def test_generated_configs_match_committed_files() -> None:
-    rendered = _generate_configs.render()
-    committed = {
-        p.name: p.read_text(encoding="utf-8")
-        for p in XCE_DIR.glob("*.yaml")
-        if p.read_text(encoding="utf-8").startswith(_generate_configs.HEADER)
-    }
-    assert committed == rendered
-
-
 def test_every_task_and_group_loads_through_lm_eval() -> None:
-    names = {n.removesuffix(".yaml").lstrip("_") for n in _generate_configs.render()}
+    generated = _generate_configs.documents().values()
+    names = {str(doc.get("group") or doc["task"]) for doc in generated if "task" in doc}
     tm = task_manager()
     missing = names - set(tm.all_tasks)
     assert not missing, f"not found by lm-eval (broken YAML?): {sorted(missing)}"
@@ -57,6 +48,9 @@ def test_every_task_and_group_loads_through_lm_eval() -> None:
         assert len(task.test_docs()) > 0, name
         executes = any(name.startswith(f"xcodeeval_{f}_") for f in ("synth", "translate", "apr"))
         assert bool(task.config.unsafe_code) == executes, name
+        # templates name `!function utils.x` next to them, never from a task's subfolder
+        hooks = hook_files(task.config, TASKS_DIR)
+        assert hooks and all(f.startswith("tasks:xcodeeval/") for f in hooks), (name, hooks)
 
 
 def _load(tm: Any, names: list[str]) -> dict[str, Any]:
