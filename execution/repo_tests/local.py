@@ -2,9 +2,11 @@
 
 Per job: a scratch clone of `<repos_dir>/<owner>__<name>` at `base_commit`, the candidate patch
 applied (and checked against `expected_files`), the task's test patch applied, the test command
-run on the test files named by the wanted test ids inside the sandbox, its output parsed, and the
-FAIL_TO_PASS/PASS_TO_PASS rule applied (`model.decide`). Jobs run in parallel threads; each one
-spends its time in git and in the sandboxed test process.
+run on the test files named by the wanted test ids inside the sandbox with the grader's pytest
+plugin, the plugin's signed report verified (`signed_report`: the printed log, which the code
+under test can forge, decides nothing), and the FAIL_TO_PASS/PASS_TO_PASS rule applied
+(`model.decide`). Jobs run in parallel threads; each one spends its time in git and in the
+sandboxed test process.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ DEFAULT_TEST_CMD = "python -m pytest -rA"
 class LocalConfig:
     repos_dir: Path
     test_cmd: tuple[str, ...] = tuple(shlex.split(DEFAULT_TEST_CMD))
-    log_parser: str = "pytest"
+    log_parser: str = "pytest"  # the only runner: statuses come from its signed report
     limits: Limits = TEST_LIMITS
     workers: int = 2
     extra_readonly: tuple[Path, ...] = field(default_factory=tuple)
