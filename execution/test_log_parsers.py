@@ -8,6 +8,14 @@ missing, and the caller counts a missing test as failed.
 ``STATUS node_id`` for PASSED/XPASS, ``STATUS node_id - message`` for FAILED/ERROR/XFAIL, and
 ``SKIPPED [n] file:line: reason`` (no node id). Verbose runs (`-v`) also print
 ``node_id STATUS [ NN%]`` while running; both forms are read, the summary wins.
+
+Result lines count only after pytest's own session header (``=== test session starts ===``),
+which pytest prints before it imports any test: a log whose summary has no header before it was
+not written by a pytest session (`RunnerLog.rejected` says so) and yields no result. (`-q`
+suppresses the header, so such logs are not accepted.) A header does not make a log
+trustworthy: code under test can print a whole fake session. The local grader therefore decides
+from the signed report of its pytest plugin (`execution.repo_tests.signed_report`), not from
+this parser.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ MISSING = "MISSING"
 PASSING = frozenset({PASSED, XFAIL})
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_HEADER = re.compile(r"^=+ test session starts =+$")
 _SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S.*)$")
 _VERBOSE_LINE = re.compile(
     r"^(\S+::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?: +\[ *\d+%\])?$"
@@ -39,6 +48,7 @@ class RunnerLog:
     """Result lines found in a log: (status, text after the status) in order of appearance."""
 
     entries: list[tuple[str, str]] = field(default_factory=list)
+    rejected: str = ""  # why the log's results were not accepted ("" when they were)
 
     def status_of(self, test_id: str) -> str:
         """Status of `test_id` (last report wins), or MISSING."""
@@ -74,10 +84,16 @@ def parse_pytest(output: str) -> RunnerLog:
     verbose: list[tuple[str, str]] = []
     summary: list[tuple[str, str]] = []
     in_summary = False
+    header = False
     # Lines end at "\n" only: `str.splitlines` would also break at \x0c, \x1c, \x85, \u2028...,
     # which a test's failure message can carry into its summary line and so forge another one.
     for raw in output.split("\n"):
         line = _ANSI.sub("", raw).rstrip()
+        if not header:
+            header = _HEADER.match(line) is not None
+            if not header and "short test summary info" in line and line.startswith("="):
+                return RunnerLog(rejected="a test summary without pytest's session header")
+            continue
         if "short test summary info" in line and line.startswith("="):
             in_summary = True
             continue

@@ -77,9 +77,67 @@ FAMILY_TOKENS = {
     "StarCoderBase": FIM3
     | {"<reponame>", "<filename>", "<gh_stars>", "<fim_pad>", "<|endoftext|>"},
     "SantaCoder": {"<fim-prefix>", "<fim-suffix>", "<fim-middle>", "<fim-pad>", "<|endoftext|>"},
-    "Qwen2.5-Coder": QWEN_FIM3 | {"<|repo_name|>", "<|file_sep|>", "<|fim_pad|>", "<|endoftext|>"},
+    "Qwen2.5-Coder": QWEN_FIM3
+    | {
+        "<|repo_name|>",
+        "<|file_sep|>",
+        "<|fim_pad|>",
+        "<|endoftext|>",
+        "<|im_start|>",
+        "<|im_end|>",
+    },
     "CodeGemma": QWEN_FIM3 | {"<|file_separator|>", "<eos>"},
+    "CodeLlama": {"<PRE>", "<SUF>", "<MID>", "<EOT>", "</s>"},
+    "DeepSeek-Coder": {
+        "<｜fim▁begin｜>",
+        "<｜fim▁hole｜>",
+        "<｜fim▁end｜>",
+        "<｜end▁of▁sentence｜>",
+        "<|EOT|>",
+    },
 }
+#: The tokens that end a generation in each family (end of text or turn, file separators, FIM
+#: padding); a format's stop list must hold all of its families' ones.
+FAMILY_ENDS = {
+    "StarCoder2": {"<|endoftext|>", "<file_sep>", "<fim_pad>", "<repo_name>"},
+    "Qwen2.5-Coder": {
+        "<|endoftext|>",
+        "<|im_end|>",
+        "<|fim_pad|>",
+        "<|repo_name|>",
+        "<|file_sep|>",
+    },
+    "CodeGemma": {"<|file_separator|>", "<eos>"},
+    "CodeLlama": {"<EOT>", "</s>"},
+    "DeepSeek-Coder": {"<｜end▁of▁sentence｜>", "<|EOT|>"},
+    # end of an assistant turn: ChatML (Qwen and others), Llama 3, Gemma, OpenChat
+    "chat": {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end_of_turn|>"},
+}
+FORMAT_FAMILIES = {
+    "starcoder": ["StarCoder2"],
+    "qwen": ["Qwen2.5-Coder", "CodeGemma"],
+    "codellama": ["CodeLlama"],
+    "deepseek": ["DeepSeek-Coder"],
+    "chat": ["chat"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORMAT_FAMILIES))
+def test_each_format_stops_at_its_families_end_tokens(name: str) -> None:
+    """Every end token of the format's model families is a stop string, and every stop string
+    is a token of those families (FIM formats also stop at their own sentinels: a model that
+    writes one has left the hole)."""
+    fmt = fim.builtin_formats()[name]
+    families = FORMAT_FAMILIES[name]
+    wanted = set().union(*(FAMILY_ENDS[f] for f in families))
+    assert wanted <= set(fmt.stop), wanted - set(fmt.stop)
+    assert len(set(fmt.stop)) == len(fmt.stop)
+    if not fmt.chat:
+        known = set().union(*(FAMILY_TOKENS[f] for f in families))
+        assert set(fmt.stop) <= known, set(fmt.stop) - known
+        assert set(fmt.sentinels) <= set(fmt.stop)
+
+
 _TOKEN = re.compile(r"<\|?[a-z_-]+\|?>")
 
 

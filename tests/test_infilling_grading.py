@@ -190,8 +190,25 @@ def test_pytest_summary_parser() -> None:
     assert log.status_of("tests/test_b.py::test_four") == "ERROR"
     assert log.status_of("tests/test_a.py::test_t") == MISSING  # no prefix matching
     assert log.status_of("tests/test_a.py::test_skipped") == MISSING
-    verbose = parse_pytest("tests/test_a.py::test_one PASSED                 [ 50%]\n")
+    verbose = parse_pytest(
+        "===== test session starts =====\ntests/test_a.py::test_one PASSED        [ 50%]\n"
+    )
     assert verbose.status_of("tests/test_a.py::test_one") == "PASSED"
+    assert not log.rejected and not verbose.rejected
+
+
+def test_a_summary_without_the_session_header_is_rejected() -> None:
+    """Only text after pytest's own header counts; a summary before it (or without it) voids
+    the log, and a verbose-looking line before the header is ignored."""
+    headless = PYTEST_LOG.split("\n", 1)[1]
+    log = parse_pytest(headless)
+    assert log.count == 0 and "session header" in log.rejected
+    assert log.status_of("tests/test_a.py::test_one") == MISSING
+    forged_first = headless + PYTEST_LOG.replace("PASSED", "FAILED")
+    assert parse_pytest(forged_first).count == 0  # a fake summary printed before the header
+    early = parse_pytest("tests/test_c.py::test_x PASSED\n" + PYTEST_LOG)
+    assert early.status_of("tests/test_c.py::test_x") == MISSING and not early.rejected
+    assert early.count == 5
 
 
 @pytest.mark.parametrize("separator", ["\x0c", "\u2028"])

@@ -43,7 +43,11 @@ def test_variants_differ_only_in_data() -> None:
 def test_every_variant_loads_and_cuts_its_stop_strings() -> None:
     tasks = [f"sg_infilling_{name}" for name in FORMATS]
     assert set(tasks) | {f"{t}_exec" for t in tasks} <= set(task_manager(TASK_DIR).all_tasks)
-    results = evaluate(any_format_oracle, tasks)[0]["results"]
+    out, lm = evaluate(any_format_oracle, tasks)
+    results = out["results"]
+    # Each request carries its format's stop strings, whatever the format.
+    sent = {tuple(gen_kwargs["until"]) for _, gen_kwargs in lm.generate_calls}
+    assert sent == {fmt.stop for fmt in fim.builtin_formats().values()}
     for task in tasks:
         assert results[task]["exact_match,middle"] == 1.0, task
         assert results[task]["edit_similarity,middle"] == 1.0, task
@@ -114,8 +118,9 @@ def test_custom_tasks_use_a_format_given_in_metadata(repos: Path) -> None:
     expected = sorted(_user_format_prompt(row) for row in rows)
     assert sorted(context for context, _ in lm.generate_calls) == sorted(expected * 2)
     for _, gen_kwargs in lm.generate_calls:
-        # No stop string reaches the model: lm-eval's default "\n\n" would cut multi-line middles.
-        assert gen_kwargs["until"] == []
+        # The user's stop strings reach the model (not lm-eval's default "\n\n", which would
+        # cut multi-line middles), as the built-in formats' stops do from their YAML.
+        assert gen_kwargs["until"] == USER_FORMAT["stop"]
     cheap = out["results"]["sg_infilling_custom"]
     assert cheap["exact_match,middle"] == 1.0 and cheap["edit_similarity,middle"] == 1.0
     for sample in out["samples"]["sg_infilling_custom"]:

@@ -1,8 +1,8 @@
 """Grading a patch by a repository's own tests (SWE-bench style), with two backends.
 
 - `local`: a scratch clone of a user-provided checkout, the patch and the task's test patch
-  applied with git, the test command run inside the engine's sandbox, its log parsed
-  (`execution.test_log_parsers`), and the FAIL_TO_PASS/PASS_TO_PASS rule applied.
+  applied with git, pytest run inside the engine's sandbox with the grader's plugin, its signed
+  report verified (`signed_report`), and the FAIL_TO_PASS/PASS_TO_PASS rule applied.
 - `swebench`: the official harness (pinned version) run in Docker, its report read back.
 
 Both take `RepoTestJob`s and return `RepoTestOutcome`s (patch applied?, tests run, per-test

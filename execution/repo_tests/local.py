@@ -2,9 +2,11 @@
 
 Per job: a scratch clone of `<repos_dir>/<owner>__<name>` at `base_commit`, the candidate patch
 applied (and checked against `expected_files`), the task's test patch applied, the test command
-run on the test files named by the wanted test ids inside the sandbox, its output parsed, and the
-FAIL_TO_PASS/PASS_TO_PASS rule applied (`model.decide`). Jobs run in parallel threads; each one
-spends its time in git and in the sandboxed test process.
+run on the test files named by the wanted test ids inside the sandbox with the grader's pytest
+plugin, the plugin's signed report verified (`signed_report`: the printed log, which the code
+under test can forge, decides nothing), and the FAIL_TO_PASS/PASS_TO_PASS rule applied
+(`model.decide`). Jobs run in parallel threads; each one spends its time in git and in the
+sandboxed test process.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from execution.repo_tests.model import (
 )
 from execution.repo_tests.patching import apply_patch, has_commit, scratch_copy, touched_files
 from execution.repo_tests.runner import TEST_LIMITS, run_tests
-from execution.sandbox import SandboxError
+from execution.repo_tests.signed_report import ReportChannel, verify
+from execution.sandbox import CommandOutcome, SandboxError
 from execution.test_log_parsers import get_parser
 
 DEFAULT_TEST_CMD = "python -m pytest -rA"
@@ -38,7 +41,7 @@ DEFAULT_TEST_CMD = "python -m pytest -rA"
 class LocalConfig:
     repos_dir: Path
     test_cmd: tuple[str, ...] = tuple(shlex.split(DEFAULT_TEST_CMD))
-    log_parser: str = "pytest"
+    log_parser: str = "pytest"  # the only runner: statuses come from its signed report
     limits: Limits = TEST_LIMITS
     workers: int = 2
     extra_readonly: tuple[Path, ...] = field(default_factory=tuple)
@@ -136,10 +139,16 @@ def _run_job(job: RepoTestJob, config: LocalConfig, outcome: RepoTestOutcome) ->
             outcome.error = "the task's test patch did not apply on top of the patch"
             outcome.log_tail = _tail(tests.log)
             return _TestRun()
-        argv = [*config.test_cmd, *target_files(job)]
+        channel = ReportChannel.create(Path(tmp) / "report")
+        argv = [*config.test_cmd, *channel.args, *target_files(job)]
         try:
             ran = run_tests(
-                argv, cwd=work, limits=config.limits, extra_readonly=config.extra_readonly
+                argv,
+                cwd=work,
+                limits=config.limits,
+                extra_readonly=config.extra_readonly,
+                extra_writable=[channel.directory],
+                extra_env=channel.env,
             )
         except SandboxError as exc:
             outcome.error = f"sandbox failure: {exc}"
@@ -159,15 +168,34 @@ def _run_job(job: RepoTestJob, config: LocalConfig, outcome: RepoTestOutcome) ->
         if ran.error:
             outcome.error = f"sandbox could not run the test command: {ran.error}"
         stdout = ran.stdout.decode("utf-8", "replace")
-        log = get_parser(config.log_parser)(stdout)
-        outcome.tests_run = log.count
         outcome.log_tail = _tail(stdout + "\n" + ran.stderr.decode("utf-8", "replace"))
-        run = _TestRun(statuses=log.statuses([*job.fail_to_pass, *job.pass_to_pass]))
+        run = _TestRun(statuses=_trusted_statuses(job, channel, ran, outcome))
         if ran.timed_out:
             run.killed = f"test command hit its {ran.timeout_kind or ''} time limit"
         elif ran.memory_exceeded:
             run.note = "test command hit its memory limit"
         return run
+
+
+def _trusted_statuses(
+    job: RepoTestJob, channel: ReportChannel, ran: CommandOutcome, outcome: RepoTestOutcome
+) -> dict[str, str]:
+    """The wanted tests' statuses from the plugin's signed report, or none when the report is
+    missing or cannot be trusted (see `signed_report`); the printed log never decides."""
+    report = verify(ran.stdout, channel.key, ran.exit_code, plugin_loaded=channel.plugin_loaded())
+    if report.problem:
+        outcome.detail = f"test report rejected: {report.problem}"
+        return {}
+    if not report.started:
+        if not outcome.error:
+            outcome.error = (
+                "the grader's pytest plugin did not load: the test command must run pytest "
+                "and accept -p (see log_tail)"
+            )
+        return {}
+    outcome.tests_run = len(report.statuses)
+    wanted = (*job.fail_to_pass, *job.pass_to_pass)
+    return {t: report.statuses[t] for t in wanted if t in report.statuses}
 
 
 def grade_one(job: RepoTestJob, config: LocalConfig) -> RepoTestOutcome:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from execution.limits import MB, Limits
@@ -57,8 +57,11 @@ def run_tests(
     cwd: Path,
     limits: Limits = TEST_LIMITS,
     extra_readonly: Sequence[Path] = (),
+    extra_writable: Sequence[Path] = (),
+    extra_env: Mapping[str, str] | None = None,
 ) -> CommandOutcome:
-    """Run a test command in `cwd` (a scratch copy: the sandbox takes ownership for the run)."""
+    """Run a test command in `cwd` (a scratch copy: the sandbox takes ownership for the run).
+    `extra_writable` (scratch folders too) and `extra_env` serve the grader's report plugin."""
     exe = shutil.which(argv[0])
     readonly = [*interpreter_paths(argv[0], exe), *extra_readonly]
     env = default_env(str(cwd))
@@ -66,4 +69,12 @@ def run_tests(
         env["PATH"] = f"{Path(exe).parent}:{env['PATH']}"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["COLUMNS"] = "200"
-    return run_command(list(argv), cwd=cwd, limits=limits, readonly_paths=readonly, env=env)
+    env.update(extra_env or {})
+    return run_command(
+        list(argv),
+        cwd=cwd,
+        limits=limits,
+        readonly_paths=readonly,
+        writable_paths=list(extra_writable),
+        env=env,
+    )

@@ -20,13 +20,16 @@ from lm_eval_tasks.code_infilling.fim import builtin_formats
 
 FOLDER = Path(__file__).resolve().parent
 COMMAND = "python -m lm_eval_tasks.code_infilling._generate_configs"
-VERSION = 1.0
+VERSION = 1.1  # 1.1: stop strings checked per family and sent for custom formats too
 MAX_GEN_TOKS = 256
 
 
 def stop_strings() -> dict[str, list[str]]:
-    """Variant name -> the `until` list sent to the model: each built-in format's own stops,
-    and none for `custom` (the user's format: its stops are applied when cleaning up)."""
+    """Variant name -> the `until` list sent to the model: each built-in format's own stops.
+
+    The user's format is known only at run time: `utils.load` puts its stop strings into the
+    task's `generation_kwargs.until` when the dataset is built, before any request.
+    """
     variants = {name: list(fmt.stop) for name, fmt in builtin_formats().items()}
     variants["custom"] = []
     return variants

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import math
 from typing import Any
@@ -13,8 +14,43 @@ from utils.text_similarity import edit_similarity, exact_match
 
 
 def load(**kwargs: Any) -> dict[str, Any]:
-    """custom_dataset: rows with packed prompts (and, for _exec tasks, checked grading)."""
-    return _docs.build_dataset(**kwargs)
+    """custom_dataset: rows with packed prompts (and, for _exec tasks, checked grading).
+
+    For `sg_infilling_custom[_exec]` the format, hence its stop strings, is known only now, so
+    they are also put into the calling task's `generation_kwargs.until` (lm-eval builds the
+    requests from it after this hook returns): the model stops at them as with the built-in
+    formats, whose stops the generated YAML carries.
+    """
+    dataset = _docs.build_dataset(**kwargs)
+    if str(kwargs.get("sg_infilling_variant") or "custom") == "custom":
+        _send_stops_to_generation(list(_docs.format_from(kwargs).stop))
+    return dataset
+
+
+def _send_stops_to_generation(stops: list[str]) -> None:
+    """Set `until` of the lm-eval task whose dataset this `load` call builds.
+
+    lm-eval passes `custom_dataset` only the metadata, so the task is found on the call stack:
+    the `ConfigurableTask` whose `custom_dataset` is this function. Not finding it is an error,
+    never a run whose model ignores the format's stops.
+    """
+    from lm_eval.api.task import ConfigurableTask
+
+    frame = inspect.currentframe()
+    while frame is not None:
+        task = frame.f_locals.get("self")
+        hook = getattr(getattr(task, "config", None), "custom_dataset", None)
+        if isinstance(task, ConfigurableTask) and getattr(hook, "__code__", None) is load.__code__:
+            gen_kwargs = task.config.generation_kwargs
+            if not isinstance(gen_kwargs, dict):
+                gen_kwargs = task.config.generation_kwargs = {}
+            gen_kwargs["until"] = stops
+            return
+        frame = frame.f_back
+    raise RuntimeError(
+        "sg_infilling_custom: the lm-eval task building this dataset was not found, so the "
+        "format's stop strings cannot be sent to the model (unsupported lm-eval version?)"
+    )
 
 
 @functools.lru_cache(maxsize=16)
