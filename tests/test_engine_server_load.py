@@ -123,7 +123,7 @@ def test_stalled_clients_time_out_without_blocking_others() -> None:
         ]
         short_body = _stalled(
             srv,
-            b"POST /api/execute_code HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"lang",
+            b'POST /api/execute_code HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"lang',
         )
         status, _, reply = _post(srv, _program(7))
         assert status == 200 and reply["data"][0]["exec_outcome"] == "PASSED"
