@@ -240,11 +240,10 @@ def _program(
     if prog == "csc":
         adaptations.append("csc (Roslyn) is not available here: Mono's mcs compiles instead")
         prog = "mcs"
-    base = os.path.basename(prog)
-    if base in own and (not prog.startswith("/") or prog == runtime.binary):
-        return ["{binary}", *rest]
     if not prog.startswith("/") and not _PROGRAM.match(prog):
         raise CompatError(field, f"program {prog!r} is not a plain name or an absolute path")
+    if os.path.basename(prog) in own and (not prog.startswith("/") or prog == runtime.binary):
+        return ["{binary}", *rest]
     if _host_program(prog) is None:
         if client:
             raise CompatError(field, f"program {prog!r} is not installed on this server")
