@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from execution import types
 from execution.execeval_compat import (
     EXECEVAL_RUNTIMES,
     MAX_MEMORY_MB,
@@ -22,7 +23,6 @@ from execution.execeval_compat import (
 )
 from execution.languages import resolve
 from execution.server import ExecServer, make_server
-from execution import types
 from execution.types import Verdict
 from tests.conftest import require_runtime
 from utils.execeval_client import (
