@@ -99,13 +99,14 @@ def test_full_queue_answers_503_with_retry_after() -> None:
 
 
 def _stalled(srv: ExecServer, data: bytes) -> socket.socket:
-    sock = socket.create_connection(srv.server_address[:2], timeout=60)
+    host, port = srv.server_address[:2]
+    sock = socket.create_connection((str(host), port), timeout=60)
     sock.sendall(data)
     return sock
 
 
 def _read_all(sock: socket.socket) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = sock.recv(65536)
         if not chunk:
