@@ -226,7 +226,7 @@ def response_from_result(prepared: Prepared | Job, result: Result) -> dict[str, 
         job, mode, report = prepared.job, prepared.mode, dict(prepared.report)
     compat = mode == "execeval"
     out: dict[str, Any]
-    if result.verdict is Verdict.COMPILATION_ERROR and not result.tests:
+    if result.verdict is Verdict.COMPILATION_ERROR:
         message = result.compile.stderr if result.compile else result.detail
         entry: dict[str, Any] = {
             "input": "",
