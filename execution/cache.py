@@ -65,7 +65,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 def job_key(job: Job, fingerprint: Fingerprint) -> str:
     """Cache key of `job` judged by the runtime with `fingerprint` (a str or a Runtime)."""
     fp = fingerprint if isinstance(fingerprint, str) else fingerprint.fingerprint()
-    payload = {
+    payload: dict[str, Any] = {
         "engine": ENGINE_VERSION,
         "runtime": fp,
         "source": job.source_code,
@@ -75,6 +75,8 @@ def job_key(job: Job, fingerprint: Fingerprint) -> str:
         "comparator": job.comparator,
         "stop_on_first_fail": bool(job.stop_on_first_fail),
     }
+    if job.overrides is not None:  # absent otherwise, so existing keys stay valid
+        payload["overrides"] = job.overrides.to_dict()
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 

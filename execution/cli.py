@@ -112,6 +112,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--comparator", choices=MODES, default="default", help="for requests that do not name one"
     )
+    serve.add_argument(
+        "--mode",
+        choices=("default", "execeval"),
+        default="default",
+        help="execeval: ExecEval's commands, limits, comparator and outcomes (identical numbers)",
+    )
+    serve.add_argument(
+        "--queue-size",
+        type=_positive_int,
+        default=64,
+        help="requests waiting for a worker before the server answers 503 (default 64)",
+    )
     serve.set_defaults(func=cmd_serve)
     return parser
 
@@ -256,7 +268,14 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 def cmd_serve(args: argparse.Namespace) -> int:
     from execution.server import serve
 
-    serve(args.host, args.port, workers=args.workers, comparator=args.comparator)
+    serve(
+        args.host,
+        args.port,
+        workers=args.workers,
+        comparator=args.comparator,
+        mode=args.mode,
+        queue_size=args.queue_size,
+    )
     return EXIT_OK
 
 

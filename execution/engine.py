@@ -66,6 +66,14 @@ class Engine:
         key = job_key(eff, runtime) if self.cache is not None else ""
         return self._judge_resolved(eff, runtime, key, job.id)
 
+    def judge_as(self, job: Job, runtime: Runtime) -> Result:
+        """Judge one program with an explicit runtime instead of the registry's entry for its
+        language (e.g. ExecEval's compile and run commands over a registry runtime; the
+        runtime's fingerprint covers its commands, so cache keys stay distinct)."""
+        eff, _ = self._effective(job)
+        key = job_key(eff, runtime) if self.cache is not None else ""
+        return self._judge_resolved(eff, runtime, key, job.id)
+
     def _judge_resolved(self, job: Job, runtime: Runtime, key: str, job_id: str) -> Result:
         """Judge a resolved job whose cache key is `key` (computed once by the caller)."""
         if self.cache is not None:

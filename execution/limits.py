@@ -12,6 +12,8 @@ Every limit below is enforced by a named mechanism (see `execution/README.md`):
 - `output_bytes`: cap on stdout and stderr (bytes kept); also RLIMIT_FSIZE, the largest file the
   command may write anywhere (a bigger write raises SIGXFSZ).
 - `processes`: pids cgroup cap (and RLIMIT_NPROC, per sandbox uid) on processes + threads.
+- `nproc_rlimit`: when set, RLIMIT_NPROC alone (the pids cgroup keeps `processes`): ExecEval's
+  `nproc`, which counts the processes and threads of the program's uid.
 - `open_files`: RLIMIT_NOFILE.
 - `stack_mb`: RLIMIT_STACK (the main thread's stack; recursion past it is a SIGSEGV).
 - Core dumps are always off (RLIMIT_CORE = 0).
@@ -43,6 +45,7 @@ class Limits:
     open_files: int = 256
     stack_mb: int | None = None  # None: the memory limit (Codeforces-style big stack)
     as_headroom_mb: int = 0  # extra address space when RLIMIT_AS is the memory fallback
+    nproc_rlimit: int | None = None  # None: RLIMIT_NPROC = processes
 
     @property
     def wall(self) -> float:
@@ -71,9 +74,45 @@ COMPILE_LIMITS = Limits(
 )
 
 
+@dataclass(frozen=True)
+class RunOverrides:
+    """Per-job replacements of a test's limits, for requests that carry ExecEval's resource
+    limits (`execution/execeval_compat.py`); None keeps the engine's own value."""
+
+    cpu_s: float | None = None  # CPU limit of a test instead of time limit x time factor
+    wall_s: float | None = None
+    open_files: int | None = None  # RLIMIT_NOFILE
+    nproc_rlimit: int | None = None  # RLIMIT_NPROC only
+    stack_mb: int | None = None  # RLIMIT_STACK
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        return {
+            "cpu_s": self.cpu_s,
+            "wall_s": self.wall_s,
+            "open_files": self.open_files,
+            "nproc_rlimit": self.nproc_rlimit,
+            "stack_mb": self.stack_mb,
+        }
+
+
 def run_limits(
-    time_limit_s: float, memory_mb: int, time_factor: float, as_headroom_mb: int = 0
+    time_limit_s: float,
+    memory_mb: int,
+    time_factor: float,
+    as_headroom_mb: int = 0,
+    overrides: RunOverrides | None = None,
 ) -> Limits:
-    """Limits of one judged test: the problem's limits scaled by the runtime's time factor."""
+    """Limits of one judged test: the problem's limits scaled by the runtime's time factor,
+    then the job's overrides, if any."""
     cpu = max(0.05, float(time_limit_s) * float(time_factor))
-    return Limits(cpu_s=cpu, memory_mb=int(memory_mb), as_headroom_mb=as_headroom_mb)
+    limits = Limits(cpu_s=cpu, memory_mb=int(memory_mb), as_headroom_mb=as_headroom_mb)
+    if overrides is None:
+        return limits
+    changes = {
+        "cpu_s": overrides.cpu_s,
+        "wall_s": overrides.wall_s,
+        "open_files": overrides.open_files,
+        "nproc_rlimit": overrides.nproc_rlimit,
+        "stack_mb": overrides.stack_mb,
+    }
+    return limits.scaled(**{k: v for k, v in changes.items() if v is not None})

@@ -85,9 +85,17 @@ def judge_with(runtime: Runtime, job: Job, compiled: CompileCache | None = None)
     `compiled` caches compilations across jobs."""
     values = source_layout(runtime, job.source_code)
     values["memory_mb"] = str(job.memory_limit_mb)
-    result = Result(verdict=Verdict.PASSED, runtime=runtime.info(), id=job.id)
+    # the exact command lines are part of the result: flags decide verdicts (e.g. `-include`)
+    info = runtime.info()
+    info["compile_argv"] = runtime.expand(runtime.compile, **values) if runtime.compile else None
+    info["run_argv"] = runtime.expand(runtime.run, **values)
+    result = Result(verdict=Verdict.PASSED, runtime=info, id=job.id)
     limits = run_limits(
-        job.time_limit_s, job.memory_limit_mb, runtime.time_factor, runtime.as_headroom_mb
+        job.time_limit_s,
+        job.memory_limit_mb,
+        runtime.time_factor,
+        runtime.as_headroom_mb,
+        job.overrides,
     )
     try:
         sandbox = Sandbox(

@@ -497,7 +497,7 @@ class Sandbox:
             # one byte more than the cap: reaching it proves the program wanted to write more
             f"Lfsize={cap + 1}".encode(),
             f"Lnofile={limits.open_files}".encode(),
-            f"Lnproc={limits.processes}".encode(),
+            f"Lnproc={limits.processes if limits.nproc_rlimit is None else limits.nproc_rlimit}".encode(),
             f"Lstack={limits.stack_bytes}".encode(),
         ]
         if cs is None:

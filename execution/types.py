@@ -10,6 +10,8 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from execution.limits import RunOverrides
+
 
 class Verdict(str, enum.Enum):
     """Outcome of one test or one program.
@@ -68,6 +70,7 @@ class Job:
     stop_on_first_fail: bool = True
     comparator: str = "default"  # "default" or "execeval"
     id: str = ""
+    overrides: RunOverrides | None = None  # per-test limits replacing the derived ones
 
 
 @dataclass

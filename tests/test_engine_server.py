@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from execution.execeval_compat import EXECEVAL_RUNTIMES
 from execution.languages import accepted_names, resolve
 from execution.server import ExecServer, make_server
 from tests.conftest import require_runtime
@@ -65,7 +66,13 @@ def test_all_runtimes(server: ExecServer) -> None:
     for entry in runtimes:
         assert fields <= entry.keys()
     by_name = {e["runtime_name"]: e for e in runtimes}
-    assert set(by_name) == set(accepted_names())
+    # every accepted name, and every ExecEval runtime name in its exact spelling
+    assert set(by_name) == set(accepted_names()) | set(EXECEVAL_RUNTIMES)
+    for name in ("Clang++11", "Clang++14", "Clang++17", "Clang++20", "Java 1.5", "JavaScript"):
+        assert name in by_name
+    for name in ("Node js", "Node.js", "Javascript"):
+        assert by_name[name]["runtime"] == "Node.js"
+    assert all(isinstance(e["timelimit_factor"], int) for e in runtimes)
     for name in (
         "GNU C11",
         "GNU C++17",
@@ -165,7 +172,7 @@ def test_compilation_error_is_one_entry(server: ExecServer) -> None:
             "positive",
         ),
         (
-            {"language": "Python 3", "source_code": "x", "unittests": TESTS, "compile_cmd": "rm"},
+            {"language": "Python 3", "source_code": "x", "unittests": TESTS, "compile_cmd": "nope"},
             "compile_cmd",
         ),
         ([1, 2], "JSON object"),

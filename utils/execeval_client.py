@@ -1,0 +1,272 @@
+"""A client that talks to an ExecEval-style server exactly as the xCodeEval authors' scripts do.
+
+ExecEval's `eval_passk.py` reads samples `{src_uid, task_id, lang, source_code}` and a unit-test
+database keyed by src_uid, asks `/api/all_runtimes` for the runtime names, sends one
+`/api/execute_code` request per sample with the fields below, and counts a sample as correct when
+every returned test has `exec_outcome == "PASSED"`; a response without `data` (an error) is
+printed and the sample dropped. This module reproduces that protocol field for field (our own code,
+written from the API description) so tests and `bench/execeval_passk.py` can check our server
+against it; unlike the original it counts the dropped samples instead of hiding them.
+
+Request body: `{language, source_code, unittests, limits, compile_cmd, compile_flags,
+execute_cmd, execute_flags, block_network, stop_on_first_fail, use_sanitizer}`, with `limits`
+from the client's `limits_by_lang.yaml` (`LIMITS_BY_LANG`) and the four commands null unless a
+per-language configuration sets them.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.parse
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from utils.passk import mean_pass_at_k
+from utils.xcodeeval_data import Problem, read_jsonl
+
+_C_LIKE: tuple[str, ...] = (
+    "GNU C",
+    "GNU C11",
+    "GNU C++",
+    "GNU C++0x",
+    "GNU C++11",
+    "GNU C++14",
+    "GNU C++17",
+)
+_C_LIKE += ("GNU C++17 (64)", "GNU C++20 (64)", "GNU C++20", "GNU C++17 Diagnostics")
+_C_LIKE += ("Clang++17 Diagnostics", "Clang++17", "Clang++20 Diagnostics", "Clang++20")
+_C_LIKE += ("Clang++14", "Clang++11", "MS C++", "MS C++ 2017")
+
+
+def _limits_table() -> dict[str, dict[str, int]]:
+    table: dict[str, dict[str, int]] = {name: {"nofile": 0} for name in _C_LIKE}
+    for name in ("MS C#", "C# 10", "C# 8", "Mono C#", ".NET Core C#"):
+        table[name] = {"nofile": 4, "nproc": 4, "fsize": 1073741824}
+    for name in ("PyPy 2", "Python 2", "PyPy 3", "PyPy 3-64", "Python 3", "Python 3 + libs"):
+        table[name] = {"nofile": 4}
+    for name in ("JavaScript", "Node js", "Node.js"):
+        table[name] = {"nofile": 25, "nproc": 25}
+    for name in ("Rust", "Rust 2021", "Rust 2018", "Rust 2015", "PHP", "PHP 8.1"):
+        table[name] = {"nofile": 4}
+    for name in ("Java 6", "Java 7", "Java 1.5", "Java 8", "Java 11", "Java 17"):
+        table[name] = {"nofile": 25, "nproc": 23}
+    table["Go"] = {"nofile": 0, "nproc": 7}
+    for name in ("Ruby", "Ruby 3"):
+        table[name] = {"nofile": 10}
+    for name in ("Kotlin", "Kotlin 1.4", "Kotlin 1.5", "Kotlin 1.6", "Kotlin 1.7"):
+        table[name] = {"nofile": 25, "nproc": 23}
+    return table
+
+
+#: the authors' `limits_by_lang.yaml`, as shipped (see ../shared/docs/EXECEVAL_RUNTIMES.md)
+LIMITS_BY_LANG: dict[str, dict[str, int]] = _limits_table()
+
+#: the runtime each cluster of the shared ChatGPT predictions is judged with (ExecEval's figures
+#: are for these names)
+CLUSTER_RUNTIME: dict[str, str] = {
+    "C": "GNU C11",
+    "C++": "GNU C++17",
+    "C#": "Mono C#",
+    "Go": "Go",
+    "PHP": "PHP",
+    "Python": "Python 3",
+    "Ruby": "Ruby 3",
+    "Rust": "Rust 2021",
+}
+OUTCOMES = frozenset(
+    {
+        "PASSED",
+        "WRONG_ANSWER",
+        "TIME_LIMIT_EXCEEDED",
+        "RUNTIME_ERROR",
+        "COMPILATION_ERROR",
+        "MEMORY_LIMIT_EXCEEDED",
+    }
+)
+
+
+class ExecEvalClient:
+    """`/api/all_runtimes` and `/api/execute_code` of a server at `url` (one connection per
+    request, so the client is safe to share between threads)."""
+
+    def __init__(self, url: str = "http://localhost:5000", timeout: float = 600.0) -> None:
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme != "http" or not parsed.hostname:
+            raise ValueError(f"expected an http://host:port URL, got {url!r}")
+        self.host = parsed.hostname
+        self.port = parsed.port or 80
+        self.timeout = timeout
+
+    def _call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        try:
+            data = None if body is None else json.dumps(body).encode("utf-8")
+            headers = {"Content-Type": "application/json"} if data is not None else {}
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, json.loads(resp.read())
+        finally:
+            conn.close()
+
+    def get_runtimes(self) -> list[dict[str, Any]]:
+        status, reply = self._call("GET", "/api/all_runtimes")
+        if status != 200 or not isinstance(reply, list):
+            raise RuntimeError(f"/api/all_runtimes answered {status}: {reply!r}")
+        return reply
+
+    def execute_code(
+        self,
+        language: str,
+        source_code: str,
+        unittests: list[dict[str, Any]],
+        limits: dict[str, Any] | None,
+        block_network: bool = True,
+        stop_on_first_fail: bool = True,
+        use_sanitizer: bool = False,
+        compile_cmd: str | None = None,
+        compile_flags: str | None = None,
+        execute_cmd: str | None = None,
+        execute_flags: str | None = None,
+    ) -> list[dict[str, Any]] | dict[str, Any]:
+        """The `data` list, or the whole reply (e.g. `{"error": ...}`) when it has none."""
+        body = {
+            "language": language,
+            "source_code": source_code,
+            "unittests": unittests,
+            "limits": limits if isinstance(limits, dict) else {},
+            "compile_cmd": compile_cmd,
+            "compile_flags": compile_flags,
+            "execute_cmd": execute_cmd,
+            "execute_flags": execute_flags,
+            "block_network": block_network,
+            "stop_on_first_fail": stop_on_first_fail,
+            "use_sanitizer": use_sanitizer,
+        }
+        _, reply = self._call("POST", "/api/execute_code", body)
+        if isinstance(reply, dict) and "data" in reply:
+            return list(reply["data"])
+        return reply if isinstance(reply, dict) else {"error": f"unexpected reply {reply!r}"}
+
+
+@dataclass
+class SampleResult:
+    index: int
+    task_id: str
+    lang: str
+    passed: bool
+    outcome: str  # the first non-PASSED outcome, or PASSED (eval_passk's `exec_outcome`)
+    unittests: list[dict[str, Any]]
+
+
+@dataclass
+class PassKReport:
+    """What eval_passk computes, plus what it silently drops."""
+
+    results: list[SampleResult] = field(default_factory=list)
+    skipped_unsupported: Counter[str] = field(default_factory=Counter)
+    skipped_no_tests: int = 0
+    errors: list[tuple[int, str]] = field(default_factory=list)
+    pass_at_k: dict[str, float] = field(default_factory=dict)
+
+    def passed_by_lang(self) -> dict[str, tuple[int, int]]:
+        """lang -> (programs passing, programs judged)."""
+        out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for r in self.results:
+            out[r.lang][0] += r.passed
+            out[r.lang][1] += 1
+        return {k: (v[0], v[1]) for k, v in sorted(out.items())}
+
+
+def evaluate(
+    client: ExecEvalClient,
+    samples: Sequence[Mapping[str, Any]],
+    unittest_db: Mapping[str, list[dict[str, Any]]],
+    ks: Sequence[int] = (1,),
+    n_workers: int = 4,
+    limits_by_lang: Mapping[str, dict[str, Any]] = LIMITS_BY_LANG,
+    commands_by_lang: Mapping[str, Mapping[str, str | None]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> PassKReport:
+    """eval_passk's loop: filter samples as it does, one request each, pass@k over task_id."""
+    report = PassKReport()
+    supported = {r["runtime_name"] for r in client.get_runtimes()}
+    commands_by_lang = commands_by_lang or {}
+    jobs: list[tuple[int, Mapping[str, Any], list[dict[str, Any]]]] = []
+    for idx, sample in enumerate(samples):
+        tests = unittest_db.get(sample["src_uid"])
+        if tests is None or len(tests) == 0:
+            report.skipped_no_tests += 1
+            continue
+        if sample["lang"] not in supported:
+            report.skipped_unsupported[sample["lang"]] += 1
+            continue
+        jobs.append((idx, sample, tests))
+
+    def run(job: tuple[int, Mapping[str, Any], list[dict[str, Any]]]) -> Any:
+        _, sample, tests = job
+        lang = sample["lang"]
+        cmds = commands_by_lang.get(lang, {})
+        return client.execute_code(
+            lang,
+            sample["source_code"],
+            tests,
+            limits_by_lang[lang],
+            True,
+            True,
+            False,
+            cmds.get("compile_cmd"),
+            cmds.get("compile_flags"),
+            cmds.get("execute_cmd"),
+            cmds.get("execute_flags"),
+        )
+
+    by_task: dict[str, list[tuple[int, bool]]] = defaultdict(list)
+    with ThreadPoolExecutor(max_workers=n_workers) as pool:
+        for done, ((idx, sample, _), reply) in enumerate(
+            zip(jobs, pool.map(run, jobs), strict=True), 1
+        ):
+            if progress is not None:
+                progress(done, len(jobs))
+            if not isinstance(reply, list):
+                report.errors.append((idx, str(reply.get("error", reply))))
+                continue
+            passed = all(x.get("exec_outcome") == "PASSED" for x in reply)
+            failing = [x.get("exec_outcome") for x in reply if x.get("exec_outcome") != "PASSED"]
+            task_id = str(sample.get("task_id", sample["src_uid"]))
+            report.results.append(
+                SampleResult(
+                    idx, task_id, sample["lang"], passed, str((failing or ["PASSED"])[0]), reply
+                )
+            )
+            by_task[task_id].append((idx, passed))
+    report.pass_at_k = mean_pass_at_k(
+        ([p for _, p in sorted(v)] for v in by_task.values()), list(ks)
+    )
+    return report
+
+
+def shared_samples(
+    predictions: Path, problems: Path
+) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """The shared ChatGPT programs as eval_passk samples, and a unit-test database of the
+    problems' public sample tests (`{"input", "output": [...]}` per test)."""
+    db: dict[str, list[dict[str, Any]]] = {}
+    for lineno, row in enumerate(read_jsonl(problems), 1):
+        problem = Problem.from_row(row, problems, lineno)
+        db[problem.src_uid] = problem.sample_tests()
+    samples = []
+    for row in read_jsonl(predictions):
+        samples.append(
+            {
+                "src_uid": row["src_uid"],
+                "task_id": row["src_uid"],
+                "lang": CLUSTER_RUNTIME[row["lang_cluster"]],
+                "source_code": row["source_code"],
+            }
+        )
+    return samples, db
