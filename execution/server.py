@@ -258,8 +258,10 @@ def make_server(
     port: int = 5000,
     workers: int | None = None,
     comparator: str = "default",
+    isolation: str = "required",
 ) -> ExecServer:
-    return ExecServer((host, port), Engine(workers=workers), comparator=comparator)
+    engine = Engine(workers=workers, isolation=isolation)
+    return ExecServer((host, port), engine, comparator=comparator)
 
 
 def serve(
@@ -267,8 +269,9 @@ def serve(
     port: int = 5000,
     workers: int | None = None,
     comparator: str = "default",
+    isolation: str = "required",
 ) -> None:
-    server = make_server(host, port, workers, comparator)
+    server = make_server(host, port, workers, comparator, isolation)
     bound_host, bound_port = server.server_address[:2]
     print(
         f"serving the ExecEval-compatible API on http://{bound_host!s}:{bound_port}/api/",
