@@ -44,6 +44,8 @@ from tests.conftest import ROOT, require, require_binary, require_runtime
 PY = "/usr/bin/python3"
 CLI = (sys.executable, "-m", "execution")
 DEPTH = 5000
+#: on a journaling disk each level costs milliseconds: deep enough to defeat recursion (1000)
+DISK_DEPTH = 1500
 
 
 def _no_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -251,6 +253,19 @@ print("ok")
 """
 
 
+@pytest.fixture
+def fast_tmp(tmp_path: Path) -> Iterator[Path]:
+    """A scratch dir on tmpfs when the machine has one (/dev/shm): thousands of directory
+    creations and removals cost seconds on a journaling disk, milliseconds there."""
+    shm = Path("/dev/shm")
+    base = shm if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else tmp_path
+    d = Path(tempfile.mkdtemp(prefix="containment-", dir=base))
+    try:
+        yield d
+    finally:
+        remove_tree(d)
+
+
 def _own_sandbox_dirs() -> set[str]:
     prefix = f"code-exec-{os.getpid()}-"
     return {p.name for p in Path(tempfile.gettempdir()).iterdir() if p.name.startswith(prefix)}
@@ -270,22 +285,26 @@ def test_hostile_tree_in_work_area_and_tmp_then_next_job_works() -> None:
 
 
 def test_hostile_tree_on_the_host_is_removed(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, fast_tmp: Path, tmp_path: Path
 ) -> None:
     """Where the work area is on the host (best-effort without namespaces, or run_command's
     cwd), the walks that hand it back and remove it survive the same tree."""
     require_binary("python3")
     before = _own_sandbox_dirs()
-    scratch = tmp_path / "repo"
+    scratch = tmp_path / "repo"  # bound at its host path: not below /dev, which is private
     scratch.mkdir()
     out = run_command(
-        [PY, "-c", HOSTILE_TREE, f"{scratch}:{DEPTH}"],
+        [PY, "-c", HOSTILE_TREE, f"{scratch}:{DISK_DEPTH}"],
         cwd=scratch,
         limits=Limits(cpu_s=20, wall_s=60),
     )
     assert out.ok and out.stdout.strip() == b"ok", out
     assert scratch.stat().st_uid == os.geteuid()  # ownership came back through the chain
     assert remove_tree(scratch) == [] and not scratch.exists()
+    assert _own_sandbox_dirs() <= before
+    monkeypatch.setattr(tempfile, "tempdir", str(fast_tmp))
+    os.chmod(fast_tmp, 0o711)  # like /tmp: the sandbox uid may pass through
+    before = _own_sandbox_dirs()
     _no_namespaces(monkeypatch)
     with Sandbox(files={"a.py": HOSTILE_TREE.encode()}, isolation="best-effort") as sb:
         out = sb.run([PY, "a.py", f"{sb.workdir}:{DEPTH}"], limits=Limits(cpu_s=20, wall_s=60))
@@ -316,13 +335,60 @@ def test_tree_walks_never_follow_symlinks(tmp_path: Path) -> None:
     assert remove_tree(tmp_path / "absent") == []
 
 
+def _plant_tree(base: Path, depth: int) -> socket.socket:
+    """The same hostile tree, planted by the test itself: a chain, mode 000, loops, FIFO, socket."""
+    fd = os.open(base, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = nxt
+    os.mkfifo("fifo", dir_fd=fd)
+    os.symlink("..", "up", dir_fd=fd)
+    os.chmod(f"/proc/self/fd/{fd}", 0)
+    os.close(fd)
+    (base / "loop-a").symlink_to("loop-b")
+    (base / "loop-b").symlink_to("loop-a")
+    (base / "host-root").symlink_to("/")
+    (base / "zero" / "sub").mkdir(parents=True)
+    os.chmod(base / "zero" / "sub", 0)
+    os.chmod(base / "zero", 0)
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(base / "sock"))
+    return sock
+
+
+def test_launcher_cleanup_tree_survives_a_hostile_tree(fast_tmp: Path) -> None:
+    """The launcher's outer process removes `--cleanup-tree` when the sandbox ends (what runs
+    when the engine was SIGKILLed); no recursion, no symlink followed."""
+    _require_full_sandbox()
+    launcher, reason = launcher_binary()
+    assert launcher is not None, reason
+    tree = fast_tmp / "code-exec-tree"
+    (tree / "io").mkdir(parents=True)
+    (tree / "root").mkdir()
+    sock = _plant_tree(tree / "io", DEPTH)
+    keep = fast_tmp / "keep"
+    keep.write_text("x")
+    (tree / "keep-link").symlink_to(keep)
+    config = ["--io", str(tree / "io"), "--ns", "--root", str(tree / "root")]
+    config += ["--cleanup-tree", str(tree)]
+    if os.geteuid() != 0:
+        config.append("--userns")
+    done = _launch(launcher, config)
+    sock.close()
+    assert done.returncode == 0 and done.stdout.startswith(b"ready=1"), done
+    assert not tree.exists()
+    assert keep.read_text() == "x"
+
+
 @pytest.fixture
-def stale_tmp(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+def stale_tmp(fast_tmp: Path) -> Iterator[tuple[Path, Path]]:
     """A temp dir holding a stale sandbox tree of a dead engine that cannot be fully removed:
     a DEPTH-deep chain and, as root, a mount point (EBUSY)."""
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    tmp = tmp_path / "tmp"
+    tmp = fast_tmp / "tmp"
     stale = tmp / f"code-exec-{dead.pid}-stale"
     (stale / "io").mkdir(parents=True)
     fd = os.open(stale / "io", os.O_RDONLY)
