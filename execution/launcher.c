@@ -26,12 +26,50 @@
  *   4. EOF on fd 0 ends init, which tears the whole pid namespace down.
  * Without root, a user namespace is created first (uid switch impossible: reported to Python).
  *
- * Command framing: "<decimal length>\n" followed by NUL-terminated tokens, each starting with a
- * type letter: A argv element, E environment entry, C cwd, I/O/R stdin/stdout/stderr file names
- * (relative to the io dir), G cgroup set index, L limit "name=value".
- * Answer: one line of space-separated key=value pairs. When the child failed before the program
- * ran, `error_stage` (dup2, chdir, setgid, capabilities, setuid, seccomp, exec) and `error_errno`
- * say where and why, and `error` holds the message (spaces replaced by underscores).
+ * Contract with the engine (sandbox.py), the one place it is written down:
+ *
+ *   Invocation: no arguments. argv[0] is a neutral name ("sandbox-init"); it is all that
+ *   /proc/1/cmdline shows inside, so no host path travels on the command line. Any argument is
+ *   a usage error (exit 2). The environment is PATH and LANG only.
+ *
+ *   Framing (fd 0): every message is "<decimal length>\n" followed by that many bytes of
+ *   NUL-terminated words (at most 64 MiB).
+ *   1. The first frame is the configuration, one word per flag or value:
+ *        --io DIR               host dir of the per-command stdin/stdout/stderr files (required)
+ *        --ncpu N               CPUs of the machine (CPU budget -> earliest possible timeout)
+ *        --seccomp              load the seccomp filter in every command (HAVE_SECCOMP builds)
+ *        --ns --root DIR        build the namespaces and the private root in DIR (empty dir)
+ *        --userns               also a user namespace (rootless: one uid mapped)
+ *        --uid N --gid N        run commands as this uid/gid (root only)
+ *        --box --box-mb N       a size-limited tmpfs work dir at /box owned by the uid
+ *        --ro PATH / --rw PATH  bind PATH at the same place, read-only / read-write (repeatable)
+ *        --mask PATH            hide PATH (file: /dev/null bind, dir: empty read-only tmpfs)
+ *        --copy HOST:NAME       copy the host file HOST to /box/NAME before anything runs
+ *        --cg SET:FILE          cgroup.procs file of cgroup set SET (up to 4 per set)
+ *        --cgcpu SET:FILE       v1 cpuacct.usage of set SET; --cgcpu2 SET:FILE: v2 cpu.stat
+ *        --cleanup-cgroup DIR   rmdir'ed by the outer process when the sandbox ends (repeatable)
+ *        --cleanup-tree DIR     removed by the outer process when the sandbox ends
+ *        --test-fail-stage STAGE:SET   only in the tests' build (-DTEST_HOOKS), see hook_fail
+ *      Without --ns the commands run as plain processes (the engine asks for that only under
+ *      its best-effort policy, on a host its start-up probe found without namespaces).
+ *   2. Every later frame is one command; each word starts with a type letter: A argv element,
+ *      E environment entry, C cwd, I/O/R stdin/stdout/stderr file names (relative to the io
+ *      dir), G cgroup set index, L limit "name=value" (cpu, wall, fsize, nofile, nproc, stack,
+ *      as). EOF ends the sandbox.
+ *
+ *   Replies (fd 1), one line of space-separated key=value pairs each:
+ *     after the setup:  ready=1 pid1=0|1 seccomp=0|1   (pid1=1: the namespaces were built)
+ *     per command:      exited code signal cpu cgcpu wall maxrss_kb killed(none|cpu|wall)
+ *                       error_stage error_errno error   (error: the child failed before the
+ *                       program ran: error_stage is dup2, chdir, setgid, capabilities, setuid,
+ *                       seccomp or exec, error_errno its errno, error the message with spaces
+ *                       replaced by underscores)
+ *                   or: error=<reason> (io files, cgroup join, fork)
+ *   Launcher messages go to fd 2.
+ *
+ *   Exit codes: 0 end of input; 2 bad configuration (usage on fd 2); 111 the sandbox could not
+ *   be set up (message on fd 2; the engine reports the job as INFRA_ERROR and never retries
+ *   with fewer layers); 112 the reply pipe closed; 113 init was killed by a signal.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -1189,7 +1227,8 @@ int main(int argc, char **argv) {
             signal(SIGPIPE, SIG_IGN);
             while (waitpid(pid1, &st, 0) < 0 && errno == EINTR) {
             }
-            /* a failed setup (exit 111) leaves the files to the engine, which may retry */
+            /* a failed setup (exit 111) leaves the files to the engine, which reads the
+               launcher's message there, reports the job's INFRA_ERROR and removes them */
             if (!(WIFEXITED(st) && WEXITSTATUS(st) == 111)) cleanup();
             return WIFEXITED(st) ? WEXITSTATUS(st) : 113;
         }

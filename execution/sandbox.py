@@ -25,9 +25,11 @@ cgroup                one memory+pids+cpuacct cgroup set per program and purpose
                       time of all threads and children
 ====================  ==========================================================================
 
-The launcher (`launcher.c`) is compiled with gcc on first use into a cache directory. Without gcc
-(or without root/user namespaces) the engine degrades to a plain subprocess with rlimits and a
-private directory, and says so in `isolation`.
+The launcher (`launcher.c`) is compiled with gcc on first use into a cache directory (without gcc
+every job is an INFRA_ERROR). Which layers the host can give is probed once per process
+(`host_isolation`); nothing else lowers them. Under the `required` policy (the default) a host
+without namespaces or seccomp refuses to judge; only under `best-effort` does it run a plain
+subprocess with rlimits and a private directory, and `isolation` lists what is missing.
 """
 
 from __future__ import annotations
