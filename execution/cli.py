@@ -257,6 +257,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(_table(["isolation layer", "status"], layer_rows))
     for note in isolation.get("notes", []):
         print(f"note: {note}")
+    from execution.engine import isolation_refusal
+
+    print(f"isolation policy 'required': {isolation_refusal('required') or 'satisfied'}")
     available = sum(1 for r in rows if r["available"])
     print(f"\n{available}/{len(rows)} runtimes available")
     return EXIT_OK
