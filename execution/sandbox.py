@@ -35,6 +35,7 @@ subprocess with rlimits and a private directory, and `isolation` lists what is m
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
@@ -356,6 +357,8 @@ class HostIsolation:
     seccomp: bool  # the launcher was built with libseccomp
     detail: str = ""  # why namespaces are unavailable (the launcher's own message)
     launcher: bool = True  # False: the launcher could not be built (every job says so)
+    cgroups: bool = False  # a program cgroup set could be created (else: why not, below)
+    cgroup_detail: str = ""
 
 
 _host_lock = threading.Lock()
@@ -379,10 +382,24 @@ def _launcher_config(words: Sequence[str]) -> bytes:
     return str(len(payload)).encode() + b"\n" + payload
 
 
+def _probe_cgroups() -> tuple[bool, str]:
+    try:
+        cgroups.CgroupSet.create("probe").destroy()
+    except OSError as exc:
+        return False, str(exc)
+    return True, ""
+
+
 def _probe_host() -> HostIsolation:
     launcher, reason = launcher_binary()
     if launcher is None:
         return HostIsolation(False, False, reason, launcher=False)
+    cg = _probe_cgroups()
+    ns = _probe_namespaces(launcher)
+    return dataclasses.replace(ns, cgroups=cg[0], cgroup_detail=cg[1])
+
+
+def _probe_namespaces(launcher: Path) -> HostIsolation:
     seccomp = _seccomp_available()
     tmp = Path(tempfile.mkdtemp(prefix=f"code-exec-{os.getpid()}-probe-"))
     try:
@@ -494,21 +511,18 @@ class Sandbox:
                 "or choose --isolation best-effort to run without it"
             )
         is_root = os.geteuid() == 0
-        for purpose in self._purposes:
-            try:
-                self._cgroups[purpose] = cgroups.CgroupSet.create(purpose)
-            except OSError as exc:
-                if cgroups.layout().version:
-                    # the host has cgroups: failing to make one is this job's error, not a
-                    # reason to judge it with an address-space limit instead
+        if host.cgroups:
+            for purpose in self._purposes:
+                try:
+                    self._cgroups[purpose] = cgroups.CgroupSet.create(purpose)
+                except OSError as exc:
+                    # the probe made one: failing now is this job's error, not a reason to
+                    # judge it with an address-space limit instead
                     raise SandboxError(
                         f"cgroup for {purpose!r} could not be created: {exc}"
                     ) from exc
-                iso["notes"].append(f"cgroup unavailable: {exc}")
-                for cs in self._cgroups.values():
-                    cs.destroy()
-                self._cgroups.clear()
-                break
+        else:
+            iso["notes"].append(f"cgroup unavailable: {host.cgroup_detail}")
         if any(not cs.swap_control for cs in self._cgroups.values()):
             iso["notes"].append("swap could not be disabled for the program's cgroup")
         if self._cgroups:

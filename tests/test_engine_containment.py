@@ -166,6 +166,23 @@ def test_namespace_start_failing_after_the_probe_is_an_error(
         assert not marker.exists(), f"{policy}: the program ran without namespaces"
 
 
+def test_cgroup_failing_after_the_probe_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a host whose probe made a cgroup, a later failure to make one is the job's error, not
+    a run limited by an address-space rlimit instead."""
+    from execution import cgroups
+
+    host = host_isolation()
+    require(host.cgroups, f"no usable cgroups here: {host.cgroup_detail}")
+
+    def fail(tag: str) -> cgroups.CgroupSet:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cgroups.CgroupSet, "create", staticmethod(fail))
+    for policy in ("required", "best-effort"):
+        with pytest.raises(SandboxError, match="cgroup"):
+            Sandbox(isolation=policy)
+
+
 def test_unknown_policy_is_rejected() -> None:
     with pytest.raises(ValueError, match="best-effort"):
         Engine(isolation="none")
