@@ -60,15 +60,17 @@ def run_batch(
     comparator: str = "default",
     show_progress: bool = True,
     chunk_size: int = 256,
+    isolation: str = "required",
 ) -> BatchStats:
-    """Judge every line of `input_path` into `output_path`; raises DataError on a bad line."""
+    """Judge every line of `input_path` into `output_path`; raises DataError on a bad line.
+    `isolation` is the sandbox policy (see `Engine`)."""
     keys: list[str] = []
     for _, job in read_jobs(input_path, comparator):  # pass 1: validate everything first
         keys.append(job_key(job, resolve(job.language)))
     uses = Counter(keys)
     stats = BatchStats(total=len(keys), unique=len(uses), duplicates=len(keys) - len(uses))
 
-    engine = Engine(workers=workers, cache=cache)
+    engine = Engine(workers=workers, cache=cache, isolation=isolation)
     output_path = Path(output_path)
     partial = output_path.with_name(output_path.name + ".partial")
     progress = Progress(stats.unique, desc="judging", enabled=show_progress)

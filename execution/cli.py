@@ -16,6 +16,7 @@ from typing import Any
 
 from execution.compare import MODES
 from execution.errors import DataError
+from execution.sandbox import ISOLATION_POLICIES
 from execution.types import Job, Verdict
 
 EXIT_OK, EXIT_INFRA, EXIT_USAGE = 0, 1, 2
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run every test instead of stopping at the first failure",
     )
     run.add_argument("--comparator", choices=MODES, default="default")
+    _add_isolation(run)
     run.set_defaults(func=cmd_run)
 
     batch = sub.add_parser("batch", help="judge a JSONL file of jobs (resumable)")
@@ -94,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--comparator", choices=MODES, default="default", help="for lines that do not name one"
     )
     batch.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _add_isolation(batch)
     batch.set_defaults(func=cmd_batch)
 
     doctor = sub.add_parser("doctor", help="runtimes, versions, availability and isolation layers")
@@ -124,12 +127,30 @@ def build_parser() -> argparse.ArgumentParser:
         default=64,
         help="requests waiting for a worker before the server answers 503 (default 64)",
     )
+    _add_isolation(serve)
     serve.set_defaults(func=cmd_serve)
     return parser
 
 
+def _add_isolation(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--isolation",
+        choices=ISOLATION_POLICIES,
+        default="required",
+        help="required (default): refuse unless every sandbox layer is available; best-effort: "
+        "run with what the host offers, each result lists the missing layers",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "isolation", None) is not None:
+        from execution.engine import isolation_refusal
+
+        refusal = isolation_refusal(args.isolation)
+        if refusal:
+            print(f"error: {refusal}", file=sys.stderr)
+            return EXIT_INFRA
     try:
         code: int = args.func(args)
     except DataError as exc:
@@ -169,7 +190,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         comparator=args.comparator,
         id=str(args.source),
     )
-    result = Engine(workers=1).judge(job)
+    result = Engine(workers=1, isolation=args.isolation).judge(job)
     print(json.dumps(output_record(result)))
     if result.verdict is Verdict.INFRA_ERROR:
         print(f"error: engine failure: {result.detail}", file=sys.stderr)
@@ -192,6 +213,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         cache=cache,
         comparator=args.comparator,
         show_progress=not args.no_progress,
+        isolation=args.isolation,
     )
     # One parseable line: how many programs were run, served from the cache, or deduplicated.
     print(f"stats: {json.dumps(stats.to_dict())}", file=sys.stderr)
@@ -247,6 +269,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(_table(["isolation layer", "status"], layer_rows))
     for note in isolation.get("notes", []):
         print(f"note: {note}")
+    from execution.engine import isolation_refusal
+
+    print(f"isolation policy 'required': {isolation_refusal('required') or 'satisfied'}")
     available = sum(1 for r in rows if r["available"])
     print(f"\n{available}/{len(rows)} runtimes available")
     return EXIT_OK
@@ -275,6 +300,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         comparator=args.comparator,
         mode=args.mode,
         queue_size=args.queue_size,
+        isolation=args.isolation,
     )
     return EXIT_OK
 

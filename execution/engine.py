@@ -23,20 +23,28 @@ from execution.compile_cache import CompileCache
 from execution.languages import Runtime, resolve
 from execution.limits import cpu_count
 from execution.runner import judge_with
+from execution.sandbox import check_policy, host_isolation
 from execution.types import Job, Result, Verdict
 
 
 class Engine:
-    """Judge programs. `comparator` applies to jobs that keep the default comparator."""
+    """Judge programs. `comparator` applies to jobs that keep the default comparator.
+
+    `isolation` is the sandbox policy: "required" (default) judges a program only in a sandbox
+    with every layer of `sandbox.REQUIRED_LAYERS`, else its result is an INFRA_ERROR naming the
+    missing layers; "best-effort" runs with what the host offers (results list what is missing).
+    """
 
     def __init__(
         self,
         workers: int | None = None,
         cache: ResultCache | str | Path | None = None,
         comparator: str = "default",
+        isolation: str = "required",
     ) -> None:
         if comparator not in MODES:
             raise ValueError(f"unknown comparator {comparator!r}; use one of {MODES}")
+        self.isolation = check_policy(isolation)
         self.workers = max(1, int(workers)) if workers else cpu_count()
         if cache is None or isinstance(cache, ResultCache):
             self.cache = cache
@@ -49,6 +57,10 @@ class Engine:
         self._lock = threading.Lock()
         # one program per worker at a time, however many threads call judge() / judge_many()
         self._slots = threading.BoundedSemaphore(self.workers)
+
+    def isolation_refusal(self) -> str:
+        """Why this engine's policy cannot judge anything on this host ("" when it can)."""
+        return isolation_refusal(self.isolation)
 
     # -- single job -------------------------------------------------------------------------
 
@@ -98,7 +110,7 @@ class Engine:
                         runtime=runtime.info(),
                         detail=f"runtime {runtime.name} unavailable: {runtime.reason}",
                     )
-                return judge_with(runtime, job, self.compiled)
+                return judge_with(runtime, job, self.compiled, self.isolation)
             except Exception as exc:  # an engine bug must not become the program's fault
                 return Result(
                     verdict=Verdict.INFRA_ERROR,
@@ -154,6 +166,26 @@ class Engine:
             raise
         pool.shutdown(wait=True)
         return [r for r in results if r is not None]
+
+
+def isolation_refusal(policy: str) -> str:
+    """Why `policy` cannot judge anything on this host ("" when it can), from the once-per-process
+    probe; for front ends (CLI, server) that should refuse before taking any work."""
+    if check_policy(policy) != "required":
+        return ""
+    host = host_isolation()
+    if not host.launcher:
+        return ""  # no launcher at all: every job reports that as its INFRA_ERROR
+    missing = [] if host.namespaces else ["namespaces"]
+    missing += [] if host.seccomp else ["seccomp"]
+    if not missing:
+        return ""
+    return (
+        f"isolation policy 'required' refused: this host lacks {' and '.join(missing)}"
+        f"{f' ({host.detail})' if host.detail else ''}; run as root (or enable unprivileged "
+        "user namespaces, install libseccomp-dev), or pass --isolation best-effort to judge "
+        "with fewer layers (every result then lists the missing ones)"
+    )
 
 
 def _safe_info(runtime: Runtime) -> dict[str, object]:

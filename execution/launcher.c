@@ -26,18 +26,56 @@
  *   4. EOF on fd 0 ends init, which tears the whole pid namespace down.
  * Without root, a user namespace is created first (uid switch impossible: reported to Python).
  *
- * Command framing: "<decimal length>\n" followed by NUL-terminated tokens, each starting with a
- * type letter: A argv element, E environment entry, C cwd, I/O/R stdin/stdout/stderr file names
- * (relative to the io dir), G cgroup set index, L limit "name=value".
- * Answer: one line of space-separated key=value pairs. When the child failed before the program
- * ran, `error_stage` (dup2, chdir, setgid, capabilities, setuid, seccomp, exec) and `error_errno`
- * say where and why, and `error` holds the message (spaces replaced by underscores).
+ * Contract with the engine (sandbox.py), the one place it is written down:
+ *
+ *   Invocation: no arguments. argv[0] is a neutral name ("sandbox-init"); it is all that
+ *   /proc/1/cmdline shows inside, so no host path travels on the command line. Any argument is
+ *   a usage error (exit 2). The environment is PATH and LANG only.
+ *
+ *   Framing (fd 0): every message is "<decimal length>\n" followed by that many bytes of
+ *   NUL-terminated words (at most 64 MiB).
+ *   1. The first frame is the configuration, one word per flag or value:
+ *        --io DIR               host dir of the per-command stdin/stdout/stderr files (required)
+ *        --ncpu N               CPUs of the machine (CPU budget -> earliest possible timeout)
+ *        --seccomp              load the seccomp filter in every command (HAVE_SECCOMP builds)
+ *        --ns --root DIR        build the namespaces and the private root in DIR (empty dir)
+ *        --userns               also a user namespace (rootless: one uid mapped)
+ *        --uid N --gid N        run commands as this uid/gid (root only)
+ *        --box --box-mb N       a size-limited tmpfs work dir at /box owned by the uid
+ *        --ro PATH / --rw PATH  bind PATH at the same place, read-only / read-write (repeatable)
+ *        --mask PATH            hide PATH (file: /dev/null bind, dir: empty read-only tmpfs)
+ *        --copy HOST:NAME       copy the host file HOST to /box/NAME before anything runs
+ *        --cg SET:FILE          cgroup.procs file of cgroup set SET (up to 4 per set)
+ *        --cgcpu SET:FILE       v1 cpuacct.usage of set SET; --cgcpu2 SET:FILE: v2 cpu.stat
+ *        --cleanup-cgroup DIR   rmdir'ed by the outer process when the sandbox ends (repeatable)
+ *        --cleanup-tree DIR     removed by the outer process when the sandbox ends
+ *        --test-fail-stage STAGE:SET   only in the tests' build (-DTEST_HOOKS), see hook_fail
+ *      Without --ns the commands run as plain processes (the engine asks for that only under
+ *      its best-effort policy, on a host its start-up probe found without namespaces).
+ *   2. Every later frame is one command; each word starts with a type letter: A argv element,
+ *      E environment entry, C cwd, I/O/R stdin/stdout/stderr file names (relative to the io
+ *      dir), G cgroup set index, L limit "name=value" (cpu, wall, fsize, nofile, nproc, stack,
+ *      as). EOF ends the sandbox.
+ *
+ *   Replies (fd 1), one line of space-separated key=value pairs each:
+ *     after the setup:  ready=1 pid1=0|1 seccomp=0|1   (pid1=1: the namespaces were built)
+ *     per command:      exited code signal cpu cgcpu wall maxrss_kb killed(none|cpu|wall)
+ *                       error_stage error_errno error   (error: the child failed before the
+ *                       program ran: error_stage is dup2, chdir, setgid, capabilities, setuid,
+ *                       seccomp or exec, error_errno its errno, error the message with spaces
+ *                       replaced by underscores)
+ *                   or: error=<reason> (io files, cgroup join, fork)
+ *   Launcher messages go to fd 2.
+ *
+ *   Exit codes: 0 end of input; 2 bad configuration (usage on fd 2); 111 the sandbox could not
+ *   be set up (message on fd 2; the engine reports the job as INFRA_ERROR and never retries
+ *   with fewer layers); 112 the reply pipe closed; 113 init was killed by a signal.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
 #include <grp.h>
 #include <poll.h>
 #include <sched.h>
@@ -381,32 +419,50 @@ static int read_full(int fd, char *buf, size_t len) {
     return 1;
 }
 
-static char *cmdbuf = NULL;
-
-/* returns 1 on a command, 0 on EOF */
-static int read_command(struct command *c) {
+/* One frame from fd 0: "<decimal length>\n" then that many bytes (NUL-terminated words); a
+   malloc'd, NUL-terminated copy, or NULL at EOF before the frame starts. */
+static char *read_frame(size_t *out_len) {
     char header[32];
     size_t h = 0;
     for (;;) {
         ssize_t n = read(0, header + h, 1);
-        if (n == 0) return 0;
+        if (n == 0 && h == 0) return NULL;
+        if (n == 0) {
+            errno = EPIPE;
+            die("frame header");
+        }
         if (n < 0) {
             if (errno == EINTR) continue;
             die("read header");
         }
         if (header[h] == '\n') break;
-        if (++h >= sizeof(header) - 1) {
+        if (header[h] < '0' || header[h] > '9' || ++h >= sizeof(header) - 1) {
             errno = EINVAL;
-            die("header");
+            die("frame header");
         }
     }
     header[h] = 0;
     size_t len = strtoul(header, NULL, 10);
+    if (len > (64u << 20)) {
+        errno = E2BIG;
+        die("frame length");
+    }
+    char *buf = malloc(len + 1);
+    if (!buf) die("malloc");
+    if (read_full(0, buf, len) != 1) die("read frame");
+    buf[len] = 0;
+    *out_len = len;
+    return buf;
+}
+
+static char *cmdbuf = NULL;
+
+/* returns 1 on a command, 0 on EOF */
+static int read_command(struct command *c) {
+    size_t len = 0;
     free(cmdbuf);
-    cmdbuf = malloc(len + 1);
-    if (!cmdbuf) die("malloc");
-    if (read_full(0, cmdbuf, len) != 1) die("read command");
-    cmdbuf[len] = 0;
+    cmdbuf = read_frame(&len);
+    if (!cmdbuf) return 0;
     memset(c, 0, sizeof(*c));
     c->cwd = "/";
     c->cpu_s = 10;
@@ -545,23 +601,32 @@ static void child_fail(int errpipe, const char *stage, const char *what) {
     _exit(127);
 }
 
-/* Test hook: `--test-fail-stage STAGE:SET` makes that stage of every command of cgroup set SET
-   (e.g. the runs, not the compile) fail with EAGAIN. It is a launcher argument, set only by the
-   engine (for its tests), never part of a command, so a judged program cannot trigger it. */
+#ifdef TEST_HOOKS
+/* Test hook, compiled only into the engine's test build (-DTEST_HOOKS; the production launcher
+   rejects the flag): `--test-fail-stage STAGE:SET` makes that stage of every command of cgroup
+   set SET (e.g. the runs, not the compile) fail with EAGAIN; STAGE "unshare" makes the sandbox's
+   start fail (SET ignored). It is configuration, set only by the engine's tests, never part of a
+   command, so a judged program cannot trigger it. */
 static char fail_stage[32];
 static int fail_set = -1;
 static int cmd_set = -1;
 
 static int hook_fail(const char *stage) {
-    if (fail_stage[0] && cmd_set == fail_set && !strcmp(fail_stage, stage)) {
+    if (fail_stage[0] && !strcmp(fail_stage, stage) &&
+        (cmd_set == fail_set || !strcmp(stage, "unshare"))) {
         errno = EAGAIN;
         return 1;
     }
     return 0;
 }
+#define HOOK_SET_COMMAND(set) (cmd_set = (set))
+#else
+#define hook_fail(stage) 0
+#define HOOK_SET_COMMAND(set) ((void)(set))
+#endif
 
 static void child_exec(struct command *c, int in_fd, int out_fd, int err_fd, int errpipe) {
-    cmd_set = c->cgset;
+    HOOK_SET_COMMAND(c->cgset);
     /* init is exempt from the OOM killer; the program must not be */
     int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
     if (oom >= 0) {
@@ -828,12 +893,156 @@ static void run_command(struct command *c) {
           en > 0 ? (*errmsg ? errmsg : "unknown") : "");
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)ftw;
-    if (flag == FTW_DP) rmdir(path);
-    else unlink(path);
-    return 0;
+/* ---------- cleanup ---------- */
+
+/* A directory on the way down: its identity, its name in the parent, the subdirs left. */
+struct rm_frame {
+    dev_t dev;
+    ino_t ino;
+    char *name;
+    char **pending;
+    size_t n, cap;
+};
+
+/* Open subdir `name` of `dirfd` without following a symlink; a mode that keeps the owner out
+   (000) is opened up first (without root, the tree's owner can still do that). */
+static int open_subdir(int dirfd, const char *name) {
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 || errno != EACCES) return fd;
+    int pfd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0) return -1;
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+    int r = chmod(proc, 0700);
+    close(pfd);
+    if (r != 0) return -1;
+    return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Unlink every non-directory of `fd`; the names of its subdirectories on the same file system
+   go to `f->pending`. */
+static void rm_scan(int fd, dev_t dev, struct rm_frame *f) {
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 0700) != 0700)
+        fchmod(fd, (st.st_mode & 07777) | 0700);
+    int dfd = dup(fd);
+    if (dfd < 0) return;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (!S_ISDIR(st.st_mode)) {
+            unlinkat(fd, e->d_name, 0);
+            continue;
+        }
+        if (st.st_dev != dev) continue; /* a mount point: never entered */
+        if (f->n == f->cap) {
+            size_t cap = f->cap ? f->cap * 2 : 16;
+            char **p = realloc(f->pending, cap * sizeof(*p));
+            if (!p) break;
+            f->pending = p;
+            f->cap = cap;
+        }
+        char *name = strdup(e->d_name);
+        if (!name) break;
+        f->pending[f->n++] = name;
+    }
+    closedir(d);
+}
+
+static void rm_free(struct rm_frame *f) {
+    for (size_t i = 0; i < f->n; i++) free(f->pending[i]);
+    free(f->pending);
+    free(f->name);
+}
+
+/* Remove `path` and everything below it: no recursion, no symlink followed, no path longer
+   than one name (each step is relative to the directory fd it is in; climbing uses ".." checked
+   against the inode it came from), at most two descriptors open. A program may have left
+   chains thousands of levels deep, mode 000 directories, symlink loops, sockets and FIFOs. */
+static void remove_tree(const char *path) {
+    char parent[4096];
+    snprintf(parent, sizeof(parent), "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (!slash || !slash[1]) return;
+    *slash = 0;
+    const char *base = slash + 1;
+    int top = open(*parent ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (top < 0) return;
+    struct stat st;
+    if (fstatat(top, base, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) {
+        unlinkat(top, base, 0);
+        close(top);
+        return;
+    }
+    dev_t dev = st.st_dev;
+    size_t depth = 0, cap = 64;
+    struct rm_frame *stack = calloc(cap, sizeof(*stack));
+    int fd = stack ? open_subdir(top, base) : -1;
+    if (fd < 0) {
+        free(stack);
+        close(top);
+        return;
+    }
+    stack[0] = (struct rm_frame){st.st_dev, st.st_ino, strdup(base), NULL, 0, 0};
+    depth = 1;
+    rm_scan(fd, dev, &stack[0]);
+    while (depth > 0) {
+        struct rm_frame *f = &stack[depth - 1];
+        if (f->n > 0) {
+            char *name = f->pending[--f->n];
+            int sub = -1;
+            if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+                st.st_dev == dev)
+                sub = open_subdir(fd, name);
+            struct stat sst;
+            if (sub >= 0 && (fstat(sub, &sst) != 0 || sst.st_ino != st.st_ino)) {
+                close(sub);
+                sub = -1;
+            }
+            if (sub >= 0 && depth == cap) {
+                struct rm_frame *grown = realloc(stack, 2 * cap * sizeof(*stack));
+                if (grown) {
+                    stack = grown;
+                    cap *= 2;
+                } else {
+                    close(sub);
+                    sub = -1;
+                }
+            }
+            if (sub < 0) {
+                free(name);
+                continue;
+            }
+            close(fd);
+            fd = sub;
+            stack[depth++] = (struct rm_frame){st.st_dev, st.st_ino, name, NULL, 0, 0};
+            rm_scan(fd, dev, &stack[depth - 1]);
+            continue;
+        }
+        /* every child done: climb, check we are where we came from, remove this directory */
+        struct rm_frame done = *f;
+        depth--;
+        int up = depth > 0 ? openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : dup(top);
+        close(fd);
+        fd = up;
+        if (fd < 0 || fstat(fd, &st) != 0 ||
+            (depth > 0 && (st.st_dev != stack[depth - 1].dev || st.st_ino != stack[depth - 1].ino))) {
+            rm_free(&done);
+            break; /* moved while walking: stop rather than remove elsewhere */
+        }
+        unlinkat(fd, done.name, AT_REMOVEDIR);
+        rm_free(&done);
+    }
+    while (depth > 0) rm_free(&stack[--depth]);
+    free(stack);
+    if (fd >= 0) close(fd);
+    close(top);
 }
 
 static void cleanup(void) {
@@ -843,11 +1052,25 @@ static void cleanup(void) {
             usleep(2000 * (attempt < 10 ? attempt + 1 : 10));
         }
     }
-    if (cleanup_tree) nftw(cleanup_tree, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    if (cleanup_tree) remove_tree(cleanup_tree);
 }
 
-static void usage(void) {
-    fprintf(stderr, "launcher: bad arguments\n");
+static void usage(const char *bad) {
+    fprintf(stderr,
+            "launcher: %s%s\n"
+            "usage: <launcher> (no arguments; argv[0] is any neutral name)\n"
+            "  fd 0 carries one configuration frame, then command frames; fd 1 the replies.\n"
+            "  configuration words: --io DIR (required) --ncpu N --seccomp\n"
+            "    --ns --root DIR [--userns] [--uid N --gid N] [--box --box-mb N]\n"
+            "    --ro PATH --rw PATH --mask PATH --copy HOSTFILE:NAME (repeatable)\n"
+            "    --cg SET:CGROUP_PROCS --cgcpu SET:CPUACCT_USAGE --cgcpu2 SET:CPU_STAT\n"
+            "    --cleanup-cgroup DIR (repeatable) --cleanup-tree DIR\n"
+#ifdef TEST_HOOKS
+            "    --test-fail-stage STAGE:SET (test build only)\n"
+#endif
+            "  exit codes: 0 end of input, 2 bad configuration, 111 sandbox setup failed,\n"
+            "  112 reply pipe closed, 113 init killed by a signal\n",
+            bad ? "bad configuration word: " : "bad configuration", bad ? bad : "");
     exit(2);
 }
 
@@ -874,15 +1097,39 @@ static void serve(void) {
     while (read_command(&c)) run_command(&c);
 }
 
+/* The configuration frame, split into words: the sandbox's init keeps the launcher's argv, which
+   every process of the sandbox can read in /proc/1/cmdline, so nothing of the host travels there. */
+static char **read_config(int *count) {
+    size_t len = 0;
+    char *buf = read_frame(&len);
+    if (!buf) {
+        fprintf(stderr, "launcher: no configuration frame on fd 0\n");
+        exit(2);
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) n += buf[i] == 0;
+    char **words = calloc(n + 1, sizeof(*words));
+    if (!words) die("calloc");
+    size_t k = 0;
+    for (size_t i = 0; i < len && k < n; i += strlen(buf + i) + 1) words[k++] = buf + i;
+    *count = (int)k;
+    return words;
+}
+
 int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+    if (argc > 1) usage(argv[1]); /* configuration comes from fd 0 only */
+    (void)argv;
+    prctl(PR_SET_NAME, "sandbox-init", 0, 0, 0);
+    int nconf = 0;
+    char **conf = read_config(&nconf);
+    for (int i = 0; i < nconf; i++) {
+        const char *a = conf[i];
+        const char *v = (i + 1 < nconf) ? conf[i + 1] : NULL;
         if (!strcmp(a, "--ns")) opt_ns = 1;
         else if (!strcmp(a, "--userns")) opt_userns = 1;
         else if (!strcmp(a, "--seccomp")) opt_seccomp = 1;
         else if (!strcmp(a, "--box")) opt_box = 1;
-        else if (!v) usage();
+        else if (!v) usage(a);
         else if (!strcmp(a, "--box-mb")) box_mb = atol(v), i++;
         else if (!strcmp(a, "--ro")) { if (n_ro < MAXLIST) ro_paths[n_ro++] = v; i++; }
         else if (!strcmp(a, "--rw")) { if (n_rw < MAXLIST) rw_paths[n_rw++] = v; i++; }
@@ -895,33 +1142,35 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--uid")) run_uid = (uid_t)atol(v), opt_setuid = 1, i++;
         else if (!strcmp(a, "--gid")) run_gid = (gid_t)atol(v), i++;
         else if (!strcmp(a, "--ncpu")) ncpu = atol(v), i++;
+#ifdef TEST_HOOKS
         else if (!strcmp(a, "--test-fail-stage")) {
             const char *colon = strchr(v, ':');
-            if (!colon || colon - v >= (long)sizeof(fail_stage)) usage();
+            if (!colon || colon - v >= (long)sizeof(fail_stage)) usage(a);
             memcpy(fail_stage, v, (size_t)(colon - v));
             fail_set = atoi(colon + 1);
             i++;
         }
+#endif
         else if (!strcmp(a, "--cg")) {
             /* SET:PATH/cgroup.procs */
             int set = atoi(v);
             const char *path = strchr(v, ':');
-            if (!path || set < 0 || set >= MAXCG || cg_procs_n[set] >= 4) usage();
+            if (!path || set < 0 || set >= MAXCG || cg_procs_n[set] >= 4) usage(a);
             cg_procs_path[set][cg_procs_n[set]++] = path + 1;
             if (set + 1 > n_cgsets) n_cgsets = set + 1;
             i++;
         } else if (!strcmp(a, "--cgcpu") || !strcmp(a, "--cgcpu2")) {
             int set = atoi(v);
             const char *path = strchr(v, ':');
-            if (!path || set < 0 || set >= MAXCG) usage();
+            if (!path || set < 0 || set >= MAXCG) usage(a);
             cg_cpu_path[set] = path + 1;
             cg_cpu_v2[set] = !strcmp(a, "--cgcpu2");
             if (set + 1 > n_cgsets) n_cgsets = set + 1;
             i++;
-        } else usage();
+        } else usage(a);
     }
     if (ncpu < 1) ncpu = 1;
-    if (!io_dir) usage();
+    if (!io_dir) usage("--io missing");
     io_fd = open(io_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (io_fd < 0) die("open io dir");
     for (int s = 0; s < MAXCG; s++) {
@@ -944,14 +1193,16 @@ int main(int argc, char **argv) {
     }
 #endif
     if (opt_ns) {
-        if (!root_dir) usage();
+        if (!root_dir) usage("--root missing");
         uid_t ouid = getuid();
         gid_t ogid = getgid();
         /* the mount namespace is created by init alone: the outer process keeps the host's
            view so that it can clean up after the sandbox (pivot_root would move it too) */
         int flags = CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
         if (opt_userns) flags |= CLONE_NEWUSER;
-        if (unshare(flags | CLONE_NEWCGROUP) != 0 && unshare(flags) != 0) die("unshare");
+        if (hook_fail("unshare") ||
+            (unshare(flags | CLONE_NEWCGROUP) != 0 && unshare(flags) != 0))
+            die("unshare");
         if (opt_userns) {
             char map[64];
             int fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
@@ -976,7 +1227,8 @@ int main(int argc, char **argv) {
             signal(SIGPIPE, SIG_IGN);
             while (waitpid(pid1, &st, 0) < 0 && errno == EINTR) {
             }
-            /* a failed setup (exit 111) leaves the files to the engine, which may retry */
+            /* a failed setup (exit 111) leaves the files to the engine, which reads the
+               launcher's message there, reports the job's INFRA_ERROR and removes them */
             if (!(WIFEXITED(st) && WEXITSTATUS(st) == 111)) cleanup();
             return WIFEXITED(st) ? WEXITSTATUS(st) : 113;
         }
@@ -985,7 +1237,7 @@ int main(int argc, char **argv) {
         sethostname("box", 3);
         build_root();
     } else if (root_dir) {
-        usage();
+        usage("--root without --ns");
     }
     serve();
     return 0;

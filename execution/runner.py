@@ -80,9 +80,14 @@ def test_verdict(out: CommandOutcome) -> tuple[Verdict | None, str]:
     return None, ""
 
 
-def judge_with(runtime: Runtime, job: Job, compiled: CompileCache | None = None) -> Result:
+def judge_with(
+    runtime: Runtime,
+    job: Job,
+    compiled: CompileCache | None = None,
+    isolation: str = "required",
+) -> Result:
     """Judge `job` with `runtime` (already resolved and available) and `job.comparator`;
-    `compiled` caches compilations across jobs."""
+    `compiled` caches compilations across jobs; `isolation` is the sandbox policy."""
     values = source_layout(runtime, job.source_code)
     values["memory_mb"] = str(job.memory_limit_mb)
     # the exact command lines are part of the result: flags decide verdicts (e.g. `-include`)
@@ -102,6 +107,7 @@ def judge_with(runtime: Runtime, job: Job, compiled: CompileCache | None = None)
             ro_paths=runtime.extra_ro_paths,
             files={values["source"]: job.source_code.encode("utf-8", "surrogatepass")},
             purposes=("compile", "run"),
+            isolation=isolation,
         )
     except (SandboxError, OSError) as exc:
         result.verdict = Verdict.INFRA_ERROR

@@ -25,15 +25,19 @@ cgroup                one memory+pids+cpuacct cgroup set per program and purpose
                       time of all threads and children
 ====================  ==========================================================================
 
-The launcher (`launcher.c`) is compiled with gcc on first use into a cache directory. Without gcc
-(or without root/user namespaces) the engine degrades to a plain subprocess with rlimits and a
-private directory, and says so in `isolation`.
+The launcher (`launcher.c`) is compiled with gcc on first use into a cache directory (without gcc
+every job is an INFRA_ERROR). Which layers the host can give is probed once per process
+(`host_isolation`); nothing else lowers them. Under the `required` policy (the default) a host
+without namespaces or seccomp refuses to judge; only under `best-effort` does it run a plain
+subprocess with rlimits and a private directory, and `isolation` lists what is missing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
+import logging
 import os
 import random
 import shutil
@@ -48,12 +52,24 @@ from typing import Any
 
 from execution import cgroups
 from execution.cache import cache_root
+from execution.fstree import chown_tree, remove_tree
 from execution.limits import MB, Limits, cpu_count
+
+log = logging.getLogger(__name__)
 
 LAUNCHER_SOURCE = Path(__file__).with_name("launcher.c")
 #: tests only: (launcher stage, purpose), e.g. ("setuid", "run"): every command of that purpose
-#: fails at that stage with EAGAIN, as a real setuid/exec failure would
+#: fails at that stage with EAGAIN, as a real setuid/exec failure would; ("unshare", purpose)
+#: makes the sandbox's start fail. Set, it selects the launcher built with -DTEST_HOOKS (the
+#: production launcher refuses the flag).
 TEST_FAIL_STAGE: tuple[str, str] | None = None
+#: the sandbox init's argv[0], all that /proc/1/cmdline shows inside (its configuration comes
+#: through its stdin)
+INIT_NAME = "sandbox-init"
+
+#: isolation policies: "required" (the default) refuses to run a program unless every layer of
+#: REQUIRED_LAYERS is active; "best-effort" runs with what the host offers and lists the rest
+ISOLATION_POLICIES: tuple[str, ...] = ("required", "best-effort")
 
 #: directories a toolchain may need, bound read-only (absent ones are skipped)
 SYSTEM_RO_PATHS: tuple[str, ...] = (
@@ -104,8 +120,36 @@ LAYERS: tuple[str, ...] = (
 )
 
 
+#: what `required` demands: namespaces, the private file-system view and seccomp (as root the
+#: uid switch is active too; rootless, a user namespace stands in for it)
+REQUIRED_LAYERS: tuple[str, ...] = (
+    "private_workdir",
+    "env_allowlist",
+    "new_session",
+    "rlimits",
+    "pid_namespace",
+    "net_namespace",
+    "mount_namespace",
+    "ipc_namespace",
+    "uts_namespace",
+    "fs_view",
+    "seccomp",
+)
+
+
 class SandboxError(RuntimeError):
     """The sandbox itself failed (an engine failure: INFRA_ERROR, never the program's fault)."""
+
+
+class IsolationRefused(SandboxError):
+    """The policy demands a layer this host cannot give: nothing was run."""
+
+
+def check_policy(policy: str) -> str:
+    """`policy` if it is one of ISOLATION_POLICIES, else ValueError naming them."""
+    if policy not in ISOLATION_POLICIES:
+        raise ValueError(f"unknown isolation policy {policy!r}; use one of {ISOLATION_POLICIES}")
+    return policy
 
 
 def default_env(home: str = "/box") -> dict[str, str]:
@@ -129,36 +173,35 @@ def cache_dir() -> Path:
 
 
 _build_lock = threading.Lock()
-_launcher: tuple[Path | None, str] | None = None
+_launchers: dict[bool, tuple[Path | None, str]] = {}
 
 
 def _seccomp_available() -> bool:
     return Path("/usr/include/seccomp.h").exists()
 
 
-def launcher_binary() -> tuple[Path | None, str]:
-    """Compile the launcher once (cached by source hash); (path, "") or (None, reason)."""
-    global _launcher
+def launcher_binary(test_hooks: bool = False) -> tuple[Path | None, str]:
+    """Compile the launcher once (cached by source hash); (path, "") or (None, reason).
+    `test_hooks` selects the tests' build (-DTEST_HOOKS), never used to judge programs."""
     with _build_lock:
-        if _launcher is not None:
-            return _launcher
-        _launcher = _build_launcher()
-        return _launcher
+        if test_hooks not in _launchers:
+            _launchers[test_hooks] = _build_launcher(test_hooks)
+        return _launchers[test_hooks]
 
 
-def _build_launcher() -> tuple[Path | None, str]:
+def _build_launcher(test_hooks: bool) -> tuple[Path | None, str]:
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         return None, "no C compiler to build the sandbox launcher"
     src = LAUNCHER_SOURCE.read_bytes()
-    flags = ["-O2", "-Wall"]
+    flags = ["-O2", "-Wall"] + (["-DTEST_HOOKS"] if test_hooks else [])
     libs: list[str] = []
     if _seccomp_available():
         flags.append("-DHAVE_SECCOMP")
         libs.append("-lseccomp")
     digest = hashlib.sha256(src + " ".join(flags + libs).encode()).hexdigest()[:16]
     out_dir = cache_dir()
-    target = out_dir / f"launcher-{digest}"
+    target = out_dir / f"launcher-{'test-' if test_hooks else ''}{digest}"
     if target.exists():
         return target, ""
     try:
@@ -228,9 +271,11 @@ def signal_name(num: int) -> str:
 # the sandbox
 
 
-def _isolation_template() -> dict[str, Any]:
+def _isolation_template(policy: str = "required") -> dict[str, Any]:
     return {name: False for name in LAYERS} | {
         "backend": "local",
+        "policy": policy,
+        "missing": list(LAYERS),
         "cgroup_version": "",
         "memory_enforcement": "none",
         "user_namespace": False,
@@ -266,17 +311,128 @@ _cleaned = False
 
 
 def _cleanup_stale_once() -> None:
-    """Remove work dirs and cgroups left behind by engines that were killed (SIGKILL)."""
+    """Remove work dirs and cgroups left behind by engines that were killed (SIGKILL).
+
+    Best-effort: what cannot be removed is logged and left; it never stops this engine."""
     global _cleaned
     with _uid_lock:
         if _cleaned:
             return
         _cleaned = True
-    for d in Path(tempfile.gettempdir()).glob("code-exec-*-*"):
+    try:
+        stale = list(Path(tempfile.gettempdir()).glob("code-exec-*-*"))
+    except OSError as exc:
+        log.warning("stale sandbox cleanup: cannot list %s: %s", tempfile.gettempdir(), exc)
+        stale = []
+    for d in stale:
         pid = d.name.split("-")[2]
         if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
-            shutil.rmtree(d, ignore_errors=True)
-    cgroups.cleanup_stale(_pid_alive)
+            try:
+                failed = remove_tree(d)
+            except Exception as exc:  # a hostile tree must never stop the engine
+                failed = [f"{d}: {exc!r}"]
+            if failed:
+                log.warning(
+                    "stale sandbox cleanup: could not remove %d entr%s of %s, left in place: %s",
+                    len(failed),
+                    "y" if len(failed) == 1 else "ies",
+                    d,
+                    "; ".join(failed[:5]),
+                )
+    try:
+        cgroups.cleanup_stale(_pid_alive)
+    except Exception as exc:
+        log.warning("stale cgroup cleanup failed, left in place: %r", exc)
+
+
+# --------------------------------------------------------------------------------------------
+# the host probe
+
+
+@dataclass(frozen=True)
+class HostIsolation:
+    """What this host can give a sandbox, decided once per process by `host_isolation()`."""
+
+    namespaces: bool  # pid/net/mount/ipc/uts namespaces and the private root could be built
+    seccomp: bool  # the launcher was built with libseccomp
+    detail: str = ""  # why namespaces are unavailable (the launcher's own message)
+    launcher: bool = True  # False: the launcher could not be built (every job says so)
+    cgroups: bool = False  # a program cgroup set could be created (else: why not, below)
+    cgroup_detail: str = ""
+
+
+_host_lock = threading.Lock()
+_host: HostIsolation | None = None
+
+
+def host_isolation() -> HostIsolation:
+    """Probe once per process, with a throw-away sandbox, whether namespaces can be built here.
+
+    Only this probe may conclude "no namespaces": a later launcher failure is an error of its job,
+    never a reason to run a program with fewer layers."""
+    global _host
+    with _host_lock:
+        if _host is None:
+            _host = _probe_host()
+        return _host
+
+
+def _launcher_config(words: Sequence[str]) -> bytes:
+    payload = b"".join(w.encode() + b"\0" for w in words)
+    return str(len(payload)).encode() + b"\n" + payload
+
+
+def _probe_cgroups() -> tuple[bool, str]:
+    try:
+        cgroups.CgroupSet.create("probe").destroy()
+    except OSError as exc:
+        return False, str(exc)
+    return True, ""
+
+
+def _probe_host() -> HostIsolation:
+    launcher, reason = launcher_binary()
+    if launcher is None:
+        return HostIsolation(False, False, reason, launcher=False)
+    cg = _probe_cgroups()
+    ns = _probe_namespaces(launcher)
+    return dataclasses.replace(ns, cgroups=cg[0], cgroup_detail=cg[1])
+
+
+def _probe_namespaces(launcher: Path) -> HostIsolation:
+    seccomp = _seccomp_available()
+    tmp = Path(tempfile.mkdtemp(prefix=f"code-exec-{os.getpid()}-probe-"))
+    try:
+        (tmp / "io").mkdir()
+        (tmp / "root").mkdir()
+        words = ["--io", str(tmp / "io"), "--ns", "--root", str(tmp / "root")]
+        if os.geteuid() != 0:
+            words.append("--userns")
+        with open(tmp / "err", "wb") as err:
+            proc = subprocess.Popen(
+                [INIT_NAME],
+                executable=str(launcher),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                close_fds=True,
+                start_new_session=True,
+                env={"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"},
+            )
+        try:
+            out, _ = proc.communicate(_launcher_config(words), timeout=60)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, _signal.SIGKILL)
+            proc.wait()
+            return HostIsolation(False, seccomp, "the namespace probe did not answer in 60 s")
+        ok = _parse_kv(out.splitlines()[0] if out else b"").get("pid1") == "1"
+        detail = "" if ok else (tmp / "err").read_text(errors="replace").strip()[-500:]
+        return HostIsolation(ok, seccomp, detail or ("" if ok else "launcher gave no answer"))
+    except OSError as exc:
+        return HostIsolation(False, seccomp, f"namespace probe failed: {exc}")
+    finally:
+        remove_tree(tmp)
 
 
 class Sandbox:
@@ -284,6 +440,8 @@ class Sandbox:
 
     `purposes` names the cgroup sets (e.g. ("compile", "run")) so that memory charged while
     compiling (e.g. files left in the tmpfs work dir) never counts against the program's run.
+    `isolation` is the policy: "required" raises IsolationRefused unless every layer of
+    REQUIRED_LAYERS is active; "best-effort" runs with fewer layers and lists the missing ones.
     """
 
     def __init__(
@@ -295,8 +453,10 @@ class Sandbox:
         box: bool = True,
         box_mb: int = 512,
         purposes: Sequence[str] = ("run",),
+        isolation: str = "required",
     ) -> None:
-        self.isolation = _isolation_template()
+        self.policy = check_policy(isolation)
+        self.isolation = _isolation_template(self.policy)
         self._purposes = list(purposes)
         self._cgroups: dict[str, cgroups.CgroupSet] = {}
         self._proc: subprocess.Popen[bytes] | None = None
@@ -328,19 +488,41 @@ class Sandbox:
         iso["new_session"] = True
         iso["rlimits"] = True
         iso["env_allowlist"] = True
-        launcher, reason = launcher_binary()
+        test_hooks = TEST_FAIL_STAGE is not None
+        launcher, reason = launcher_binary(test_hooks)
         if launcher is None:
             raise SandboxError(reason)
+        for name, _ in files.items():
+            if "/" in name or name in ("", ".", ".."):
+                raise ValueError(f"sandbox file name must be a plain name: {name!r}")
+        host = host_isolation()
+        if not host.namespaces and self.policy == "required":
+            raise IsolationRefused(
+                "isolation policy 'required' refused to run: this host cannot create the "
+                f"sandbox's namespaces ({host.detail or 'no reason given'}); run as root or "
+                "enable unprivileged user namespaces, or choose --isolation best-effort "
+                "(Engine(isolation='best-effort')) to run without them (every result then lists "
+                "the missing layers)"
+            )
+        if not host.seccomp and self.policy == "required":
+            raise IsolationRefused(
+                "isolation policy 'required' refused to run: the launcher has no seccomp filter "
+                "(libseccomp headers missing: install libseccomp-dev, e.g. `make toolchains`), "
+                "or choose --isolation best-effort to run without it"
+            )
         is_root = os.geteuid() == 0
-        for purpose in self._purposes:
-            try:
-                self._cgroups[purpose] = cgroups.CgroupSet.create(purpose)
-            except OSError as exc:
-                iso["notes"].append(f"cgroup unavailable: {exc}")
-                for cs in self._cgroups.values():
-                    cs.destroy()
-                self._cgroups.clear()
-                break
+        if host.cgroups:
+            for purpose in self._purposes:
+                try:
+                    self._cgroups[purpose] = cgroups.CgroupSet.create(purpose)
+                except OSError as exc:
+                    # the probe made one: failing now is this job's error, not a reason to
+                    # judge it with an address-space limit instead
+                    raise SandboxError(
+                        f"cgroup for {purpose!r} could not be created: {exc}"
+                    ) from exc
+        else:
+            iso["notes"].append(f"cgroup unavailable: {host.cgroup_detail}")
         if any(not cs.swap_control for cs in self._cgroups.values()):
             iso["notes"].append("swap could not be disabled for the program's cgroup")
         if self._cgroups:
@@ -350,10 +532,10 @@ class Sandbox:
         else:
             iso["memory_enforcement"] = "rlimit_as"
         self.uid = _allocate_uid() if is_root else os.geteuid()
-        args = [str(launcher), "--io", str(self._io), "--ncpu", str(cpu_count())]
-        if _seccomp_available():
+        args = ["--io", str(self._io), "--ncpu", str(cpu_count())]
+        if host.seccomp:
             args.append("--seccomp")
-        if TEST_FAIL_STAGE is not None and TEST_FAIL_STAGE[1] in self._purposes:
+        if test_hooks and TEST_FAIL_STAGE is not None and TEST_FAIL_STAGE[1] in self._purposes:
             stage, purpose = TEST_FAIL_STAGE
             args += ["--test-fail-stage", f"{stage}:{self._purposes.index(purpose)}"]
         for i, purpose in enumerate(self._purposes):
@@ -368,14 +550,42 @@ class Sandbox:
             for d in cset.dirs:
                 args += ["--cleanup-cgroup", str(d)]
         args += ["--cleanup-tree", str(self._tmp)]
-        base = list(args)
+        if is_root:
+            args += ["--uid", str(self.uid), "--gid", str(self.uid)]
+        if host.namespaces:
+            self._start_namespaces(launcher, args, ro_paths, rw_paths, files, box, box_mb)
+        else:
+            # best-effort on a host without namespaces (decided by the probe, never by a
+            # failure): a plain subprocess with rlimits and a private directory, visibly
+            iso["notes"].append(f"namespaces unavailable: {host.detail}")
+            self._start_plain(launcher, args, files, box, is_root)
+        missing = inactive_layers(iso)
+        iso["missing"] = missing
+        refused = [name for name in REQUIRED_LAYERS if name in missing]
+        if refused and self.policy == "required":
+            raise IsolationRefused(
+                f"isolation policy 'required' refused to run: layers {', '.join(refused)} are "
+                "not active here; choose --isolation best-effort to run without them"
+            )
+
+    def _start_namespaces(
+        self,
+        launcher: Path,
+        args: list[str],
+        ro_paths: Sequence[str | Path],
+        rw_paths: Sequence[str | Path],
+        files: Mapping[str, bytes],
+        box: bool,
+        box_mb: int,
+    ) -> None:
+        """The full sandbox; any failure to start it is this job's SandboxError."""
+        iso = self.isolation
+        is_root = os.geteuid() == 0
         root = self._tmp / "root"
         root.mkdir()
-        args += ["--ns", "--root", str(root)]
+        args = [*args, "--ns", "--root", str(root)]
         if not is_root:
             args.append("--userns")
-        else:
-            args += ["--uid", str(self.uid), "--gid", str(self.uid)]
         if box:
             args += ["--box", "--box-mb", str(box_mb)]
         seen: set[str] = set()
@@ -387,52 +597,51 @@ class Sandbox:
             args += ["--rw", p]
         for p in MASKED_PATHS:
             args += ["--mask", p]
-        for name, data in files.items():
-            if "/" in name or name in ("", ".", ".."):
-                raise ValueError(f"sandbox file name must be a plain name: {name!r}")
-            host = self._tmp / f"copy-{len(args)}"
+        for n, (name, data) in enumerate(files.items()):
+            host = self._tmp / f"copy-{n}"
             host.write_bytes(data)
             args += ["--copy", f"{host}:{name}"]
-        info = self._spawn(args)
-        if info is None:
-            # no namespaces here (not root, user namespaces disabled): degrade, visibly
-            iso["notes"].append(f"namespaces unavailable: {self._launcher_stderr()}")
-            if is_root:
-                base += ["--uid", str(self.uid), "--gid", str(self.uid)]
-            if box:
-                work = self._tmp / "box"
-                work.mkdir(mode=0o700)
-                for name, data in files.items():
-                    (work / name).write_bytes(data)
-                if is_root:
-                    os.chmod(self._tmp, 0o711)
-                    _chown_tree(work, self.uid, self.uid)
-                self.workdir = str(work)
-            info = self._spawn(base)
-            if info is None:
-                raise SandboxError(f"sandbox did not start: {self._launcher_stderr()}")
-        pid1 = info.get("pid1") == "1"
+        info = self._spawn(launcher, args)
+        if info is None or info.get("pid1") != "1":
+            raise SandboxError(f"sandbox did not start: {self._launcher_stderr() or 'no answer'}")
         for ns in ("pid", "net", "mount", "ipc", "uts"):
-            iso[f"{ns}_namespace"] = pid1
-        iso["fs_view"] = pid1
+            iso[f"{ns}_namespace"] = True
+        iso["fs_view"] = True
         iso["private_workdir"] = True
-        iso["user_namespace"] = pid1 and not is_root
+        iso["user_namespace"] = not is_root
         iso["unprivileged_uid"] = is_root
-        if pid1 and not is_root:
+        if not is_root:
             iso["notes"].append("not root: one uid mapped, no uid switch")
         iso["seccomp"] = info.get("seccomp") == "1"
 
-    def _spawn(self, args: list[str]) -> dict[str, str] | None:
-        """Start the launcher; its ready line, or None when it could not start."""
-        if self._proc is not None:
-            with contextlib.suppress(OSError):
-                if self._proc.stdin is not None:
-                    self._proc.stdin.close()
-            self._proc.wait()
-            self._proc = None
+    def _start_plain(
+        self, launcher: Path, args: list[str], files: Mapping[str, bytes], box: bool, is_root: bool
+    ) -> None:
+        """Best-effort only: no namespaces, a private directory on the host."""
+        iso = self.isolation
+        if box:
+            work = self._tmp / "box"
+            work.mkdir(mode=0o700)
+            for name, data in files.items():
+                (work / name).write_bytes(data)
+            if is_root:
+                os.chmod(self._tmp, 0o711)
+                chown_tree(work, self.uid, self.uid)
+            self.workdir = str(work)
+        info = self._spawn(launcher, args)
+        if info is None:
+            raise SandboxError(f"sandbox did not start: {self._launcher_stderr() or 'no answer'}")
+        iso["private_workdir"] = True
+        iso["unprivileged_uid"] = is_root
+        iso["seccomp"] = info.get("seccomp") == "1"
+
+    def _spawn(self, launcher: Path, config: list[str]) -> dict[str, str] | None:
+        """Start the launcher under a neutral argv, its configuration on its stdin (so that
+        /proc/1/cmdline inside shows no host path); its ready line, or None."""
         with open(self._stderr_path, "wb") as err:
             self._proc = subprocess.Popen(
-                args,
+                [INIT_NAME],
+                executable=str(launcher),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=err,
@@ -441,6 +650,12 @@ class Sandbox:
                 # nothing of the engine's environment reaches the sandbox, not even its init
                 env={"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"},
             )
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(_launcher_config(config))
+            self._proc.stdin.flush()
+        except OSError:
+            return None
         line = self._readline()
         if not line.startswith(b"ready=1"):
             return None
@@ -579,7 +794,9 @@ class Sandbox:
                 proc.stdout.close()
         for cs in self._cgroups.values():
             cs.destroy()
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        failed = remove_tree(self._tmp)
+        if failed:
+            log.warning("sandbox %s: could not remove %s", self._tmp, "; ".join(failed[:5]))
 
     def __enter__(self) -> Sandbox:
         return self
@@ -614,12 +831,10 @@ def _read_capped(path: Path, cap: int) -> tuple[bytes, bool]:
 # generic command API
 
 
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    os.lchown(root, uid, gid)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            with contextlib.suppress(FileNotFoundError):
-                os.lchown(os.path.join(dirpath, name), uid, gid)
+def _chown_or_fail(path: Path, uid: int) -> None:
+    failed = chown_tree(path, uid, uid)
+    if failed:
+        raise SandboxError(f"cannot hand {path} to the sandbox uid: {'; '.join(failed[:5])}")
 
 
 def run_command(
@@ -631,6 +846,7 @@ def run_command(
     readonly_paths: Sequence[Path] = (),
     writable_paths: Sequence[Path] = (),
     env: Mapping[str, str] | None = None,
+    isolation: str = "required",
 ) -> CommandOutcome:
     """Run one command in a fresh sandbox (all layers above) and return what it did.
 
@@ -638,8 +854,9 @@ def run_command(
     `writable_paths` read-write (at their host paths), a private /tmp, and nothing else of the
     host. As root, `cwd` and `writable_paths` are handed to the sandbox uid for the run and given
     back to their previous owner afterwards, so pass scratch copies. `env` replaces the default
-    allow-listed environment (PATH is added when missing). Raises SandboxError only when the
-    sandbox cannot be built; everything the command does is reported in the outcome.
+    allow-listed environment (PATH is added when missing). `isolation` is the policy (see
+    `Sandbox`). Raises SandboxError only when the sandbox cannot be built (IsolationRefused when
+    the policy forbids running here); everything the command does is reported in the outcome.
 
     Example::
 
@@ -666,43 +883,52 @@ def run_command(
         ro_paths=[str(Path(p).resolve()) for p in readonly_paths],
         rw_paths=[str(p) for p in writable],
         box=False,
+        isolation=isolation,
     )
     try:
         if os.geteuid() == 0:
             for p in writable:
                 st = p.stat()
                 owners.append((p, st.st_uid, st.st_gid))
-                _chown_tree(p, sandbox.uid, sandbox.uid)
+                _chown_or_fail(p, sandbox.uid)
         return sandbox.run(argv, limits=limits, stdin=stdin, env=envmap, cwd=str(cwd))
     finally:
         sandbox.close()
         for p, uid, gid in owners:
-            with contextlib.suppress(OSError):
-                _chown_tree(p, uid, gid)
+            failed = chown_tree(p, uid, gid)
+            if failed:
+                log.warning("%s: ownership not given back: %s", p, "; ".join(failed[:5]))
 
 
-def probe_isolation() -> dict[str, Any]:
-    """Which layers a sandbox gets on this machine (for `doctor` and tests)."""
+def probe_isolation(policy: str = "best-effort") -> dict[str, Any]:
+    """Which layers a sandbox gets on this machine under `policy` (for `doctor` and tests); a
+    refusal or failure comes back as an isolation dict with the reason in its notes."""
     try:
-        with Sandbox(purposes=("run",)) as sb:
+        with Sandbox(purposes=("run",), isolation=policy) as sb:
             out = sb.run(["/bin/true"], limits=Limits(cpu_s=2, wall_s=10))
             iso = out.isolation
             if out.error or out.exit_code != 0:
                 iso["notes"].append(f"probe command failed: {out.error or out.exit_code}")
             return iso
     except SandboxError as exc:
-        iso = _isolation_template()
+        iso = _isolation_template(policy)
         iso["notes"].append(str(exc))
         return iso
 
 
 __all__ = [
+    "ISOLATION_POLICIES",
     "LAYERS",
+    "REQUIRED_LAYERS",
     "CommandOutcome",
+    "HostIsolation",
+    "IsolationRefused",
     "Limits",
     "Sandbox",
     "SandboxError",
+    "check_policy",
     "default_env",
+    "host_isolation",
     "inactive_layers",
     "is_system_path",
     "probe_isolation",

@@ -577,10 +577,11 @@ def make_server(
     queue_size: int = DEFAULT_QUEUE_SIZE,
     header_timeout: float = HEADER_TIMEOUT_S,
     body_timeout: float = BODY_TIMEOUT_S,
+    isolation: str = "required",
 ) -> ExecServer:
     return ExecServer(
         (host, port),
-        Engine(workers=workers),
+        Engine(workers=workers, isolation=isolation),
         comparator=comparator,
         mode=mode,
         queue_size=queue_size,
@@ -596,8 +597,9 @@ def serve(
     comparator: str = "default",
     mode: str = "default",
     queue_size: int = DEFAULT_QUEUE_SIZE,
+    isolation: str = "required",
 ) -> None:
-    server = make_server(host, port, workers, comparator, mode, queue_size)
+    server = make_server(host, port, workers, comparator, mode, queue_size, isolation=isolation)
     bound_host, bound_port = server.server_address[:2]
     print(
         f"serving the ExecEval-compatible API ({mode} mode) on "
