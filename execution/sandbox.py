@@ -51,6 +51,9 @@ from execution.cache import cache_root
 from execution.limits import MB, Limits, cpu_count
 
 LAUNCHER_SOURCE = Path(__file__).with_name("launcher.c")
+#: rootless accounting: how often the sandbox init samples its pid namespace (NS_SAMPLE_S in
+#: launcher.c)
+NS_SAMPLE_MS = 10
 #: tests only: (launcher stage, purpose), e.g. ("setuid", "run"): every command of that purpose
 #: fails at that stage with EAGAIN, as a real setuid/exec failure would
 TEST_FAIL_STAGE: tuple[str, str] | None = None
@@ -233,6 +236,10 @@ def _isolation_template() -> dict[str, Any]:
         "backend": "local",
         "cgroup_version": "",
         "memory_enforcement": "none",
+        "cpu_enforcement": "none",
+        # limits that no mechanism of this sandbox enforces over ALL processes of a command
+        # ("cpu_time", "memory"): `--isolation required` refuses such a sandbox
+        "unenforced": ["cpu_time", "memory"],
         "user_namespace": False,
         "notes": [],
     }
@@ -346,9 +353,6 @@ class Sandbox:
         if self._cgroups:
             iso["cgroup"] = True
             iso["cgroup_version"] = next(iter(self._cgroups.values())).version
-            iso["memory_enforcement"] = "cgroup"
-        else:
-            iso["memory_enforcement"] = "rlimit_as"
         self.uid = _allocate_uid() if is_root else os.geteuid()
         args = [str(launcher), "--io", str(self._io), "--ncpu", str(cpu_count())]
         if _seccomp_available():
@@ -421,6 +425,32 @@ class Sandbox:
         if pid1 and not is_root:
             iso["notes"].append("not root: one uid mapped, no uid switch")
         iso["seccomp"] = info.get("seccomp") == "1"
+        self._set_enforcement(pid1)
+
+    def _set_enforcement(self, pid1: bool) -> None:
+        """Record how CPU time and memory are counted: the cgroup (all processes), the sandbox
+        init sampling its whole pid namespace (rootless), or per process only (unenforced)."""
+        iso = self.isolation
+        sets = list(self._cgroups.values())
+        if sets and all(cs.cpu_file is not None for cs in sets):
+            iso["cpu_enforcement"] = "cgroup"
+        else:
+            iso["cpu_enforcement"] = "pid_namespace_sampling" if pid1 else "main_process"
+        if sets:
+            iso["memory_enforcement"] = "cgroup"
+        else:
+            iso["memory_enforcement"] = "pid_namespace_sampling" if pid1 else "rlimit_as"
+        unenforced = []
+        if iso["cpu_enforcement"] == "main_process":
+            unenforced.append("cpu_time")
+        if iso["memory_enforcement"] == "rlimit_as":
+            unenforced.append("memory")
+        iso["unenforced"] = unenforced
+        if "pid_namespace_sampling" in (iso["cpu_enforcement"], iso["memory_enforcement"]):
+            iso["notes"].append(
+                "no cgroup: CPU time and memory of every process sampled by the sandbox init "
+                f"every {NS_SAMPLE_MS} ms (see README, rootless accounting)"
+            )
 
     def _spawn(self, args: list[str]) -> dict[str, str] | None:
         """Start the launcher; its ready line, or None when it could not start."""
@@ -501,7 +531,9 @@ class Sandbox:
             f"Lstack={limits.stack_bytes}".encode(),
         ]
         if cs is None:
+            # per process (a backstop), and over the whole pid namespace (sampled by init)
             toks.append(f"Las={(limits.memory_mb + limits.as_headroom_mb) * MB}".encode())
+            toks.append(f"Lnsmem={limits.memory_mb * MB}".encode())
         payload = b"\0".join(toks) + b"\0"
         assert self._proc.stdin is not None
         try:
@@ -522,17 +554,18 @@ class Sandbox:
                 os.unlink(self._io / name)
         sig = int(info["signal"])
         exited = info["exited"] == "1"
-        cg_cpu = float(info["cgcpu"])
-        cpu = cg_cpu if cg_cpu >= 0 else float(info["cpu"])
+        cg_cpu, ns_cpu = float(info["cgcpu"]), float(info.get("nscpu", -1))
+        cpu = cg_cpu if cg_cpu >= 0 else ns_cpu if ns_cpu >= 0 else float(info["cpu"])
         # reported peak: resident set of the largest process (what judges report); the cgroup's
-        # own peak also counts the page cache of the captured output, so it only decides MLE
-        peak_mb = int(info["maxrss_kb"]) / 1024.0
-        mem_exceeded = False
+        # own peak also counts the page cache of the captured output, so it only decides MLE.
+        # Rootless, the sampled total of all processes counts when it is larger.
+        peak_mb = max(int(info["maxrss_kb"]), int(info.get("nsmem_kb", -1))) / 1024.0
+        killed = info.get("killed", "none")
+        mem_exceeded = killed == "mem"
         if cs is not None:
             mem_exceeded = cs.oom_kills() > oom_before
         elif peak_mb >= limits.memory_mb:
             mem_exceeded = True
-        killed = info.get("killed", "none")
         timed_out = killed in ("cpu", "wall") or sig == _signal.SIGXCPU or cpu > limits.cpu_s
         error = info.get("error", "")
         return CommandOutcome(
