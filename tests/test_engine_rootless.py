@@ -9,6 +9,7 @@ pid 1 of its pid namespace, sees all of them.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pwd
@@ -24,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, require, toolchains_required
+from tests.conftest import ROOT, require
 
 #: C programs (GNU C11) and what rootless mode must judge them
 BURN = r"""
@@ -144,8 +145,8 @@ import json, sys
 from execution import Engine, Job, TestCase
 jobs = json.load(open(sys.argv[1]))
 engine = Engine(workers=2)
-todo = [Job("GNU C11", j["source"], (TestCase(j["stdin"], j["expected"]),), time_limit_s=1.0,
-            memory_limit_mb=256, id=j["id"]) for j in jobs]
+todo = [Job("GNU C11", j["source"], (TestCase(j["stdin"], j["expected"]),),
+            time_limit_s=j["time_limit_s"], memory_limit_mb=256, id=j["id"]) for j in jobs]
 print(json.dumps([r.to_dict() for r in engine.judge_many(todo)]))
 """
 
@@ -280,6 +281,8 @@ def outcomes(rootless: Rootless) -> dict[str, dict[str, Any]]:
             "source": src,
             "stdin": stdin,
             "expected": ["5"] if k == "well_behaved" else ["ok"],
+            # the well-behaved program gets room for a loaded machine (wall = 3 x CPU + 1 s)
+            "time_limit_s": 3.0 if k == "well_behaved" else 1.0,
         }
         for k, (src, stdin, _) in CASES.items()
     ]
@@ -313,13 +316,105 @@ def test_rootless_limits_cover_every_process(
     test = r["tests"][0]
     if expected == "TIME_LIMIT_EXCEEDED":
         # the other processes' CPU was counted (the main process itself burns next to nothing);
-        # on a loaded machine the wall limit may strike before 1 s of CPU, hence 0.5
-        assert test["time_s"] >= 0.5, test
+        # on a loaded machine the wall limit (4 s) may strike before 1 s of CPU, hence 0.3
+        assert test["time_s"] >= 0.3, test
     if expected == "MEMORY_LIMIT_EXCEEDED":
         assert test["memory_mb"] > 256, test
 
 
-if not toolchains_required() and os.geteuid() != 0:  # pragma: no cover - visible in -rs output
-    pytestmark = pytest.mark.skip(
-        reason="rootless test needs root to create the unprivileged user (runs in CI as root)"
-    )
+# --------------------------------------------------------------------------------------------
+# delegated cgroup v2 (no machine here has one: a fake cgroupfs that enforces the kernel's rules)
+
+
+class FakeCgroupFS:
+    """Writes to a temp-dir cgroup tree behave as the kernel's: `cgroup.procs` moves a process
+    out of every other cgroup, `cgroup.subtree_control` enables only controllers the cgroup has
+    and refuses (EBUSY) while the cgroup itself holds processes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def write(self, path: Path, text: str) -> None:
+        d = path.parent
+        if path.name == "cgroup.procs":
+            for procs in self.root.rglob("cgroup.procs"):
+                procs.write_text("".join(f"{p}\n" for p in procs.read_text().split() if p != text))
+            before = path.read_text() if path.exists() else ""  # created by mkdir in the kernel
+            path.write_text(before + f"{text}\n")
+            return
+        if path.name == "cgroup.subtree_control":
+            if (d / "cgroup.procs").read_text().split():
+                raise OSError(errno.EBUSY, "Device or resource busy")
+            have = set((d / "cgroup.controllers").read_text().split())
+            enabled = set(path.read_text().split())
+            for tok in text.split():
+                if tok[1:] not in have:
+                    raise OSError(errno.ENOENT, "No such file or directory")
+                enabled = enabled | {tok[1:]} if tok[0] == "+" else enabled - {tok[1:]}
+            path.write_text(" ".join(sorted(enabled)))
+            return
+        path.write_text(text)
+
+    def cgroup(self, rel: str, controllers: str, procs: str = "") -> Path:
+        d = self.root / rel
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "cgroup.controllers").write_text(controllers + "\n")
+        (d / "cgroup.subtree_control").write_text("")
+        (d / "cgroup.procs").write_text(procs)
+        return d
+
+
+def _fake_v2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, own: str, controllers: str) -> Path:
+    from execution import cgroups
+
+    fs = FakeCgroupFS(tmp_path / "cg")
+    fs.cgroup("", "cpu memory pids")
+    (fs.root / "cgroup.subtree_control").write_text("cpu memory pids")
+    scope = fs.cgroup(own, controllers, procs=f"{os.getpid()}\n")
+    monkeypatch.setattr(cgroups, "CGROUP_ROOT", fs.root)
+    monkeypatch.setattr(cgroups, "_own_paths", lambda: {"": "/" + own})
+    monkeypatch.setattr(cgroups, "_write", fs.write)
+    monkeypatch.setattr(cgroups.os, "geteuid", lambda: 61234)
+    return scope
+
+
+SCOPE = "user.slice/user-61234.slice/user@61234.service/app.slice/run-engine.scope"
+
+
+def test_delegated_cgroup_v2_is_used_rootless(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user scope with Delegate=yes: the engine moves into a leaf, the scope gets the memory
+    and pids controllers for its children, and sandboxes are created below the scope."""
+    from execution import cgroups
+
+    scope = _fake_v2(monkeypatch, tmp_path, SCOPE, "memory pids")
+    lay = cgroups.detect()
+    assert lay.version == "v2" and lay.memory == scope and lay.pids == scope, lay
+    leaf = scope / f"engine-{os.getpid()}"
+    assert (leaf / "cgroup.procs").read_text().split() == [str(os.getpid())]
+    assert (scope / "cgroup.procs").read_text().split() == []
+    assert set((scope / "cgroup.subtree_control").read_text().split()) == {"memory", "pids"}
+    # a second detection (a new engine in the same process) finds it ready
+    assert cgroups.detect().memory == scope
+
+
+def test_delegated_cgroup_v2_refusals_name_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from execution import cgroups
+
+    # the scope lacks the pids controller (not delegated by the service manager)
+    scope = _fake_v2(monkeypatch, tmp_path / "a", SCOPE, "memory")
+    lay = cgroups.detect()
+    assert lay.version == "" and "lacks the controllers: pids" in lay.reason, lay
+    # another process (the shell that started the engine) shares the scope
+    scope = _fake_v2(monkeypatch, tmp_path / "b", SCOPE, "memory pids")
+    (scope / "cgroup.procs").write_text(f"{os.getpid()}\n4242\n")
+    lay = cgroups.detect()
+    assert lay.version == "" and "other processes: 4242" in lay.reason, lay
+    # not the user's: read-only scope directory
+    scope = _fake_v2(monkeypatch, tmp_path / "c", SCOPE, "memory pids")
+    monkeypatch.setattr(cgroups.os, "access", lambda p, mode: False)
+    lay = cgroups.detect()
+    assert lay.version == "" and "not delegated" in lay.reason, lay
