@@ -968,7 +968,9 @@ static void run_command(struct command *c) {
             continue;
         } else {
             double used = -1;
-            if (sampling) {
+            /* the first sample comes one interval after the start: a test shorter than that
+               costs no sampling at all (init reaps it, wait4 gives its exact figures) */
+            if (sampling && now - t0 >= NS_SAMPLE_S) {
                 long mem_kb = 0, limit_kb = ns_mem ? (long)(c->nsmem / 1024) : 0;
                 double est = nsacct_sample(limit_kb, &mem_kb);
                 /* over a limit: a second sample must agree (a process reaped in the middle of
@@ -997,7 +999,10 @@ static void run_command(struct command *c) {
                 if (until_cpu < 0.005) until_cpu = 0.005;
                 if (until_cpu < timeout) timeout = until_cpu;
             }
-            if (sampling && NS_SAMPLE_S < timeout) timeout = NS_SAMPLE_S;
+            if (sampling) {
+                double next = now - t0 < NS_SAMPLE_S ? t0 + NS_SAMPLE_S - now : NS_SAMPLE_S;
+                if (next < timeout) timeout = next;
+            }
         }
         struct pollfd pfd = {sfd, POLLIN, 0};
         int ms = (int)(timeout * 1000.0) + 1;
