@@ -20,7 +20,8 @@
  *      capability, switches to the unprivileged uid, loads the seccomp filter and execs. init
  *      (non-dumpable, OOM-exempt) waits on a signalfd (no busy polling) with a timeout derived
  *      from the wall and CPU budgets; the CPU budget is checked against the cgroup's CPU
- *      counter (all threads and children; /proc/<pid>/stat without cgroups). When the
+ *      counter (all threads and children; without cgroups, init samples every process of
+ *      its pid namespace: see "rootless accounting" below). When the
  *      main process ends, every other process of the sandbox is SIGKILLed (kill(-1) from pid 1
  *      of the namespace) and reaped, so nothing survives a test.
  *   4. EOF on fd 0 ends init, which tears the whole pid namespace down.

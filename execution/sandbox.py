@@ -22,7 +22,9 @@ seccomp               libseccomp filter: EPERM for sockets other than AF_UNIX, p
                       and clone3 (so runtimes fall back to plain clone); foreign ABIs killed
 cgroup                one memory+pids+cpuacct cgroup set per program and purpose (compile, run)
                       below the engine's own cgroup: memory limit, peak, OOM kills, pids cap, CPU
-                      time of all threads and children
+                      time of all threads and children (rootless without a delegated cgroup:
+                      the init samples CPU and memory of its whole pid namespace instead;
+                      `cpu_enforcement`, `memory_enforcement` and `unenforced` say which)
 ====================  ==========================================================================
 
 The launcher (`launcher.c`) is compiled with gcc on first use into a cache directory. Without gcc
