@@ -418,3 +418,66 @@ def test_delegated_cgroup_v2_refusals_name_the_reason(
     monkeypatch.setattr(cgroups.os, "access", lambda p, mode: False)
     lay = cgroups.detect()
     assert lay.version == "" and "not delegated" in lay.reason, lay
+
+
+# --------------------------------------------------------------------------------------------
+# the same accounting without setpriv: cgroups refused in-process (as root: with a uid switch)
+
+
+@pytest.fixture(scope="module")
+def programs() -> Iterator[Path]:
+    """The C programs above, compiled static, in a directory every sandbox uid can read."""
+    require(shutil.which("gcc") is not None, "gcc is not installed")
+    d = Path(tempfile.mkdtemp(prefix="rootless-progs-"))
+    try:
+        os.chmod(d, 0o755)
+        for name, (src, _, _) in CASES.items():
+            (d / f"{name}.c").write_text(src)
+            subprocess.run(
+                ["gcc", "-O2", "-static", "-o", str(d / name), str(d / f"{name}.c")], check=True
+            )
+            os.chmod(d / name, 0o755)
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_sampling_counts_every_process_when_cgroups_are_refused(
+    programs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from execution import cgroups
+    from execution.limits import Limits
+    from execution.sandbox import Sandbox
+
+    def refuse(tag: str) -> cgroups.CgroupSet:
+        raise OSError("refused by the test")
+
+    monkeypatch.setattr(cgroups.CgroupSet, "create", refuse)
+    with Sandbox(ro_paths=[str(programs)]) as sb:
+        iso = sb.isolation_snapshot()
+        require(bool(iso["pid_namespace"]), f"no pid namespace here: {iso['notes']}")
+        assert iso["cpu_enforcement"] == iso["memory_enforcement"] == "pid_namespace_sampling"
+        assert iso["unenforced"] == [] and not iso["cgroup"]
+        lim = Limits(cpu_s=1.0, memory_mb=256)
+        cpu = sb.run([str(programs / "orphan_grandchildren_cpu")], limits=lim)
+        assert cpu.timed_out and cpu.cpu_s >= 0.3, cpu
+        mem = sb.run([str(programs / "six_children_memory")], limits=lim)
+        assert mem.memory_exceeded and mem.peak_memory_mb > 256, mem
+        ok = sb.run([str(programs / "well_behaved")], limits=lim.scaled(cpu_s=3.0), stdin=b"2 3")
+        assert ok.ok and ok.stdout == b"5\n" and not ok.memory_exceeded, ok
+
+
+def test_cgroup_path_reports_cgroup_enforcement() -> None:
+    from execution import cgroups
+    from execution.limits import Limits
+    from execution.sandbox import Sandbox
+
+    lay = cgroups.layout()
+    require(bool(lay.version), f"no usable cgroups here: {lay.reason}")
+    with Sandbox() as sb:
+        out = sb.run(["/bin/true"], limits=Limits(cpu_s=2))
+    assert out.ok, out
+    iso = out.isolation
+    assert iso["memory_enforcement"] == "cgroup" and iso["unenforced"] == [], iso
+    if lay.cpuacct is not None:
+        assert iso["cpu_enforcement"] == "cgroup", iso
