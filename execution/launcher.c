@@ -567,19 +567,23 @@ static int read_small(const char *path, char *buf, size_t cap) {
     return (int)n;
 }
 
-/* sum of the values of the given "Key:   N kB" lines of a /proc file */
+/* sum of the values of the given "Key:   N kB" lines of a /proc file; -1 if unreadable or if
+   neither key is there (e.g. a kernel older than the Pss_Anon line of smaps_rollup) */
 static long kb_fields(const char *path, const char *k1, const char *k2) {
     char buf[4096];
-    if (read_small(path, buf, sizeof(buf)) < 0) return 0;
+    if (read_small(path, buf, sizeof(buf)) < 0) return -1;
     long total = 0;
+    int found = 0;
     size_t l1 = strlen(k1), l2 = strlen(k2);
     for (char *line = buf; line && *line;) {
-        if (!strncmp(line, k1, l1) || !strncmp(line, k2, l2))
+        if (!strncmp(line, k1, l1) || !strncmp(line, k2, l2)) {
             total += strtol(strchr(line, ':') + 1, NULL, 10);
+            found = 1;
+        }
         line = strchr(line, '\n');
         if (line) line++;
     }
-    return total;
+    return found ? total : -1;
 }
 
 static struct nsproc *ns_find(pid_t pid, unsigned long long start) {
@@ -661,7 +665,8 @@ static double nsacct_sample(long mem_limit_kb, long *mem_kb) {
             q->child = (double)(cut + cst) / ns_tick;
             if (mem_limit_kb > 0) {
                 snprintf(path, sizeof(path), "/proc/%ld/status", pid);
-                mem += kb_fields(path, "RssAnon:", "RssShmem:");
+                long kb = kb_fields(path, "RssAnon:", "RssShmem:");
+                if (kb > 0) mem += kb;
             }
         }
         if (mem_limit_kb > 0 && mem > mem_limit_kb) {
@@ -674,7 +679,12 @@ static double nsacct_sample(long mem_limit_kb, long *mem_kb) {
                 if (*end || pid <= 1) continue;
                 char path[64];
                 snprintf(path, sizeof(path), "/proc/%ld/smaps_rollup", pid);
-                pss += kb_fields(path, "Pss_Anon:", "Pss_Shmem:");
+                long kb = kb_fields(path, "Pss_Anon:", "Pss_Shmem:");
+                if (kb < 0) { /* unreadable or too old: the resident figure, never nothing */
+                    snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+                    kb = kb_fields(path, "RssAnon:", "RssShmem:");
+                }
+                if (kb > 0) pss += kb;
             }
             mem = pss;
         }
