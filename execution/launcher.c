@@ -513,8 +513,9 @@ static double proc_cpu(pid_t pid) {
  * last-known parent, or, when that is init (orphans, the main process) or gone, to `closed`;
  * for processes init reaped itself, the exact wait4() figure replaces the estimate when larger.
  * Processes init reaps without ever having seen them add their wait4() figure directly.
- * The estimate never counts a process twice, so a well-behaved program is never overcharged;
- * what can slip through is documented in README.md ("Rootless accounting").
+ * No process is counted twice (but for a scan racing with a reap, which the caller's second
+ * sample filters out), so a well-behaved program is not overcharged; what can slip through is
+ * documented in README.md ("Rootless accounting").
  *
  * Memory: the sum over processes of resident anonymous and shmem memory (RssAnon + RssShmem,
  * cheap); past the limit it is confirmed with the proportional figures (Pss_Anon + Pss_Shmem of
