@@ -77,3 +77,4 @@ demo: install toolchains
 bench: install
 	$(PYTHON) bench/engine_bench.py
 	$(PYTHON) bench/server_bench.py
+	$(PYTHON) bench/rootless_bench.py

@@ -135,6 +135,8 @@ def _v2_parent(root: Path, own: str) -> tuple[Path | None, str]:
         _write(own_dir / "cgroup.subtree_control", "+memory +pids")
     if wanted <= _subtree(own_dir) and _writable_dir(own_dir):
         return own_dir, ""
+    if os.geteuid() != 0:
+        return _delegated_parent(own_dir)
     base = root / "code-exec"
     try:
         if not wanted <= _subtree(root):
@@ -147,6 +149,48 @@ def _v2_parent(root: Path, own: str) -> tuple[Path | None, str]:
     except OSError as exc:
         return None, f"cannot enable memory+pids controllers for sandbox cgroups: {exc}"
     return base, ""
+
+
+def _delegated_parent(own_dir: Path) -> tuple[Path | None, str]:
+    """Rootless on cgroup v2: use the engine's own cgroup when it is delegated to the user
+    (a systemd user scope or service with `Delegate=yes`, e.g. `systemd-run --user --scope -p
+    Delegate=yes ...`): owned by the user, with the memory and pids controllers available.
+
+    The "no internal processes" rule forbids enabling controllers for the children of a cgroup
+    that holds processes, so the engine first moves itself into a leaf `engine-<pid>` below it.
+    Other processes in that cgroup (e.g. the shell that started the engine) make it unusable:
+    the reason says so, and the sandbox then accounts by sampling its pid namespace instead.
+    """
+    wanted = {"memory", "pids"}
+    files = ("cgroup.procs", "cgroup.subtree_control")
+    if not _writable_dir(own_dir) or not all(os.access(own_dir / f, os.W_OK) for f in files):
+        return None, f"the engine's cgroup {own_dir} is not delegated to this user"
+    try:
+        available = set((own_dir / "cgroup.controllers").read_text().split())
+    except OSError as exc:
+        return None, f"cannot read the controllers of {own_dir}: {exc}"
+    if not wanted <= available:
+        missing = " ".join(sorted(wanted - available))
+        return None, f"the delegated cgroup {own_dir} lacks the controllers: {missing}"
+    leaf = own_dir / f"engine-{os.getpid()}"
+    try:
+        leaf.mkdir(exist_ok=True)
+        _write(leaf / "cgroup.procs", str(os.getpid()))
+        _write(own_dir / "cgroup.subtree_control", "+memory +pids")
+    except OSError as exc:
+        others = _procs(own_dir)
+        why = f" (it still holds other processes: {' '.join(others[:5])})" if others else ""
+        return None, f"cannot enable memory+pids in the delegated cgroup {own_dir}: {exc}{why}"
+    if not wanted <= _subtree(own_dir):
+        return None, f"memory+pids did not become available below {own_dir}"
+    return own_dir, ""
+
+
+def _procs(d: Path) -> list[str]:
+    try:
+        return (d / "cgroup.procs").read_text().split()
+    except OSError:
+        return []
 
 
 _layout: CgroupLayout | None = None
@@ -313,3 +357,13 @@ def cleanup_stale(alive: Callable[[int], bool]) -> None:
             if pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
                 with contextlib.suppress(OSError):
                     d.rmdir()
+        # the leaves of dead engines in a delegated v2 cgroup (see `_delegated_parent`)
+        if lay.version == "v2":
+            leaves: list[Path] = []
+            with contextlib.suppress(OSError):
+                leaves = list(parent.glob("engine-*"))
+            for d in leaves:
+                pid = d.name.removeprefix("engine-")
+                if pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
+                    with contextlib.suppress(OSError):
+                        d.rmdir()

@@ -263,7 +263,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(_table(["runtime", "cluster", "version", "binary", "available"], table))
     print()
     layer_rows = [[name, "active" if isolation.get(name) else "INACTIVE"] for name in LAYERS]
-    for key in ("backend", "cgroup_version", "memory_enforcement", "user_namespace"):
+    for key in (
+        "backend",
+        "cgroup_version",
+        "cpu_enforcement",
+        "memory_enforcement",
+        "unenforced",
+        "user_namespace",
+    ):
         if key in isolation:
             layer_rows.append([key, str(isolation[key])])
     print(_table(["isolation layer", "status"], layer_rows))

@@ -20,7 +20,8 @@
  *      capability, switches to the unprivileged uid, loads the seccomp filter and execs. init
  *      (non-dumpable, OOM-exempt) waits on a signalfd (no busy polling) with a timeout derived
  *      from the wall and CPU budgets; the CPU budget is checked against the cgroup's CPU
- *      counter (all threads and children; /proc/<pid>/stat without cgroups). When the
+ *      counter (all threads and children; without cgroups, init samples every process of
+ *      its pid namespace: see "rootless accounting" below). When the
  *      main process ends, every other process of the sandbox is SIGKILLed (kill(-1) from pid 1
  *      of the namespace) and reaped, so nothing survives a test.
  *   4. EOF on fd 0 ends init, which tears the whole pid namespace down.
@@ -74,6 +75,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <grp.h>
@@ -403,6 +405,7 @@ struct command {
     int cgset;
     double cpu_s, wall_s;
     long long fsize, nofile, nproc, stack, as;
+    long long nsmem; /* bytes: rootless memory limit of the whole namespace (0: off) */
 };
 
 static int read_full(int fd, char *buf, size_t len) {
@@ -502,6 +505,7 @@ static int read_command(struct command *c) {
             else if (!strcmp(k, "nproc")) c->nproc = atoll(val);
             else if (!strcmp(k, "stack")) c->stack = atoll(val);
             else if (!strcmp(k, "as")) c->as = atoll(val);
+            else if (!strcmp(k, "nsmem")) c->nsmem = atoll(val);
             break;
         }
         }
@@ -549,6 +553,215 @@ static double proc_cpu(pid_t pid) {
                &v[1], &v[2], &v[3]) != 4)
         return -1;
     return (double)(v[0] + v[1] + v[2] + v[3]) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* ---------- rootless accounting: every process of the pid namespace ----------
+ *
+ * Without a cgroup CPU counter (rootless mode), pid 1 of the sandbox's pid namespace accounts
+ * the CPU time and memory of every process of the namespace by sampling its /proc every
+ * NS_SAMPLE_S seconds while a command runs (the cgroup path never samples).
+ *
+ * CPU: each process is tracked by (pid, start time). A live process contributes its own time
+ * (utime+stime, all its threads, dead ones included) plus max(cutime+cstime, dead) where `dead`
+ * is the sum of the last-seen subtrees of its children that vanished between two samples:
+ * children it waited for show up in cutime, children auto-reaped (SIGCHLD ignored) only in
+ * `dead`, and max() never counts one twice. A vanished process passes its subtree to its
+ * last-known parent, or, when that is init (orphans, the main process) or gone, to `closed`;
+ * for processes init reaped itself, the exact wait4() figure replaces the estimate when larger.
+ * Processes init reaps without ever having seen them add their wait4() figure directly.
+ * No process is counted twice (but for a scan racing with a reap, which the caller's second
+ * sample filters out), so a well-behaved program is not overcharged; what can slip through is
+ * documented in README.md ("Rootless accounting").
+ *
+ * Memory: the sum over processes of resident anonymous and shmem memory (RssAnon + RssShmem,
+ * cheap); past the limit it is confirmed with the proportional figures (Pss_Anon + Pss_Shmem of
+ * smaps_rollup), so pages shared copy-on-write after fork() count once. */
+
+#define NS_MAXPROC 4096
+#define NS_SAMPLE_S 0.010
+
+struct nsproc {
+    pid_t pid, ppid;
+    unsigned long long start;
+    double own, child, dead, reaped;
+    int seen, by_init;
+};
+
+static struct nsproc ns_tab[NS_MAXPROC];
+static int ns_n;
+static double ns_closed;    /* CPU seconds of ended subtrees */
+static long ns_mem_peak_kb; /* largest sampled memory total of the command */
+static double ns_tick;
+
+static void nsacct_begin(void) {
+    ns_n = 0;
+    ns_closed = 0;
+    ns_mem_peak_kb = 0;
+    if (ns_tick <= 0) ns_tick = (double)sysconf(_SC_CLK_TCK);
+}
+
+/* init reaped `pid` (wait4): its exact CPU, its own and that of the children it waited for */
+static void nsacct_reaped(pid_t pid, const struct rusage *ru) {
+    double cpu = ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 + ru->ru_stime.tv_sec +
+                 ru->ru_stime.tv_usec / 1e6;
+    for (int i = 0; i < ns_n; i++) {
+        if (ns_tab[i].pid == pid && !ns_tab[i].by_init) {
+            ns_tab[i].by_init = 1;
+            ns_tab[i].reaped = cpu;
+            return;
+        }
+    }
+    ns_closed += cpu;
+}
+
+static int read_small(const char *path, char *buf, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, cap - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    return (int)n;
+}
+
+/* sum of the values of the given "Key:   N kB" lines of a /proc file; -1 if unreadable or if
+   neither key is there (e.g. a kernel older than the Pss_Anon line of smaps_rollup) */
+static long kb_fields(const char *path, const char *k1, const char *k2) {
+    char buf[4096];
+    if (read_small(path, buf, sizeof(buf)) < 0) return -1;
+    long total = 0;
+    int found = 0;
+    size_t l1 = strlen(k1), l2 = strlen(k2);
+    for (char *line = buf; line && *line;) {
+        if (!strncmp(line, k1, l1) || !strncmp(line, k2, l2)) {
+            total += strtol(strchr(line, ':') + 1, NULL, 10);
+            found = 1;
+        }
+        line = strchr(line, '\n');
+        if (line) line++;
+    }
+    return found ? total : -1;
+}
+
+static struct nsproc *ns_find(pid_t pid, unsigned long long start) {
+    for (int i = 0; i < ns_n; i++)
+        if (ns_tab[i].pid == pid && ns_tab[i].start == start) return &ns_tab[i];
+    return NULL;
+}
+
+/* Fold every vanished entry (seen == 0) into its last-known parent's `dead` (the parent may have
+   vanished too: children are folded first) or, for children of init, into `closed`. */
+static void ns_fold(int i) {
+    struct nsproc *q = &ns_tab[i];
+    double g = q->own + (q->child > q->dead ? q->child : q->dead);
+    if (q->by_init && q->reaped > g) g = q->reaped;
+    struct nsproc *parent = NULL;
+    for (int j = 0; j < ns_n && q->ppid > 1; j++)
+        if (j != i && ns_tab[j].pid == q->ppid) parent = &ns_tab[j];
+    if (parent) parent->dead += g;
+    else ns_closed += g;
+    *q = ns_tab[--ns_n];
+}
+
+static int ns_has_vanished_child(int i) {
+    for (int j = 0; j < ns_n; j++)
+        if (j != i && !ns_tab[j].seen && ns_tab[j].ppid == ns_tab[i].pid) return 1;
+    return 0;
+}
+
+static void ns_resolve_vanished(void) {
+    for (int progressed = 1; progressed;) {
+        progressed = 0;
+        for (int i = 0; i < ns_n; i++) {
+            if (ns_tab[i].seen || ns_has_vanished_child(i)) continue;
+            ns_fold(i);
+            i--;
+            progressed = 1;
+        }
+    }
+    /* only a parent cycle (pid reuse) can be left: fold it as it is */
+    for (int i = 0; i < ns_n; i++)
+        if (!ns_tab[i].seen) ns_fold(i--);
+}
+
+/* One sample of the namespace: updates the CPU estimate (returned) and, when mem_limit_kb > 0,
+   stores the memory total in *mem_kb (confirmed with PSS when over the limit). */
+static double nsacct_sample(long mem_limit_kb, long *mem_kb) {
+    for (int i = 0; i < ns_n; i++) ns_tab[i].seen = 0;
+    long mem = 0;
+    DIR *d = opendir("/proc");
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            char *end;
+            long pid = strtol(e->d_name, &end, 10);
+            if (*end || pid <= 1) continue;
+            char path[64], buf[1024];
+            snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+            if (read_small(path, buf, sizeof(buf)) < 0) continue; /* gone meanwhile */
+            char *p = strrchr(buf, ')');
+            if (!p) continue;
+            int ppid = 0;
+            unsigned long long ut, st, cut, cst, start;
+            if (sscanf(p + 2,
+                       "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu %*d %*d "
+                       "%*d %*d %llu",
+                       &ppid, &ut, &st, &cut, &cst, &start) != 6)
+                continue;
+            struct nsproc *q = ns_find((pid_t)pid, start);
+            if (!q) {
+                if (ns_n >= NS_MAXPROC) continue; /* cannot happen under RLIMIT_NPROC */
+                q = &ns_tab[ns_n++];
+                memset(q, 0, sizeof(*q));
+                q->pid = (pid_t)pid;
+                q->start = start;
+            }
+            q->seen = 1;
+            q->ppid = ppid;
+            q->own = (double)(ut + st) / ns_tick;
+            q->child = (double)(cut + cst) / ns_tick;
+            if (mem_limit_kb > 0) {
+                snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+                long kb = kb_fields(path, "RssAnon:", "RssShmem:");
+                if (kb > 0) mem += kb;
+            }
+        }
+        if (mem_limit_kb > 0 && mem > mem_limit_kb) {
+            /* confirm with proportional figures: CoW pages shared after fork count once */
+            rewinddir(d);
+            long pss = 0;
+            while ((e = readdir(d)) != NULL) {
+                char *end;
+                long pid = strtol(e->d_name, &end, 10);
+                if (*end || pid <= 1) continue;
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%ld/smaps_rollup", pid);
+                long kb = kb_fields(path, "Pss_Anon:", "Pss_Shmem:");
+                if (kb < 0) { /* unreadable or too old: the resident figure, never nothing */
+                    snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+                    kb = kb_fields(path, "RssAnon:", "RssShmem:");
+                }
+                if (kb > 0) pss += kb;
+            }
+            mem = pss;
+        }
+        closedir(d);
+    }
+    ns_resolve_vanished();
+    double est = ns_closed;
+    for (int i = 0; i < ns_n; i++)
+        est += ns_tab[i].own + (ns_tab[i].child > ns_tab[i].dead ? ns_tab[i].child
+                                                                  : ns_tab[i].dead);
+    if (mem > ns_mem_peak_kb) ns_mem_peak_kb = mem;
+    if (mem_kb) *mem_kb = mem;
+    return est;
+}
+
+/* After every process of the command was killed and reaped: the final CPU total. */
+static double nsacct_finish(void) {
+    for (int i = 0; i < ns_n; i++) ns_tab[i].seen = 0;
+    ns_resolve_vanished();
+    return ns_closed;
 }
 
 /* No capability survives into the program: empty bounding and ambient sets and, in a user
@@ -772,6 +985,11 @@ static void run_command(struct command *c) {
     int ep[2];
     if (pipe2(ep, O_CLOEXEC) != 0) die("pipe2");
     double cpu0 = cg_cpu(c->cgset);
+    /* rootless (no cgroup counter): pid 1 samples the whole namespace */
+    int ns_cpu = getpid() == 1 && cpu0 < 0;
+    int ns_mem = getpid() == 1 && c->nsmem > 0;
+    int sampling = ns_cpu || ns_mem;
+    if (sampling) nsacct_begin();
     double t0 = now_s();
     pid_t pid = fork();
     if (pid < 0) {
@@ -807,6 +1025,7 @@ static void run_command(struct command *c) {
             struct rusage ru;
             pid_t w = wait4(-1, &st, WNOHANG, &ru);
             if (w <= 0) break;
+            if (sampling) nsacct_reaped(w, &ru);
             if (w == pid) {
                 status = st;
                 ru_main = ru;
@@ -825,9 +1044,27 @@ static void run_command(struct command *c) {
             killed = "wall";
             continue;
         } else {
-            double used = cg_cpu(c->cgset);
-            if (used >= 0 && cpu0 >= 0) used -= cpu0;
-            else used = proc_cpu(pid);
+            double used = -1;
+            /* the first sample comes one interval after the start: a test shorter than that
+               costs no sampling at all (init reaps it, wait4 gives its exact figures) */
+            if (sampling && now - t0 >= NS_SAMPLE_S) {
+                long mem_kb = 0, limit_kb = ns_mem ? (long)(c->nsmem / 1024) : 0;
+                double est = nsacct_sample(limit_kb, &mem_kb);
+                /* over a limit: a second sample must agree (a process reaped in the middle of
+                   a scan may be counted twice in that one sample) */
+                if ((ns_mem && mem_kb > limit_kb) || (ns_cpu && est > c->cpu_s))
+                    est = nsacct_sample(limit_kb, &mem_kb);
+                if (ns_mem && mem_kb > limit_kb) {
+                    killed = "mem";
+                    continue;
+                }
+                if (ns_cpu) used = est;
+            }
+            if (!ns_cpu) {
+                used = cg_cpu(c->cgset);
+                if (used >= 0 && cpu0 >= 0) used -= cpu0;
+                else used = proc_cpu(pid);
+            }
             if (used > c->cpu_s) {
                 killed = "cpu";
                 continue;
@@ -838,6 +1075,10 @@ static void run_command(struct command *c) {
                 double until_cpu = (c->cpu_s - used) / (double)ncpu;
                 if (until_cpu < 0.005) until_cpu = 0.005;
                 if (until_cpu < timeout) timeout = until_cpu;
+            }
+            if (sampling) {
+                double next = now - t0 < NS_SAMPLE_S ? t0 + NS_SAMPLE_S - now : NS_SAMPLE_S;
+                if (next < timeout) timeout = next;
             }
         }
         struct pollfd pfd = {sfd, POLLIN, 0};
@@ -858,7 +1099,9 @@ static void run_command(struct command *c) {
     for (;;) {
         int st;
         pid_t w;
-        while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+        struct rusage ru;
+        while ((w = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+            if (sampling) nsacct_reaped(w, &ru);
         }
         if (w < 0 || getpid() != 1) break; /* ECHILD: all gone */
         if (now_s() > reap_deadline) break;
@@ -885,11 +1128,14 @@ static void run_command(struct command *c) {
     double ru_cpu = ru_main.ru_utime.tv_sec + ru_main.ru_utime.tv_usec / 1e6 +
                     ru_main.ru_stime.tv_sec + ru_main.ru_stime.tv_usec / 1e6;
     double cgcpu = (cpu0 >= 0 && cpu1 >= 0) ? cpu1 - cpu0 : -1;
+    double nscpu = ns_cpu ? nsacct_finish() : -1;
+    long nsmem_kb = ns_mem ? ns_mem_peak_kb : -1;
     int exited = WIFEXITED(status), code = exited ? WEXITSTATUS(status) : -1;
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    reply("exited=%d code=%d signal=%d cpu=%.6f cgcpu=%.6f wall=%.6f maxrss_kb=%ld killed=%s "
-          "error_stage=%s error_errno=%d error=%s",
-          exited, code, sig, ru_cpu, cgcpu, wall, ru_main.ru_maxrss, killed, stage, err_no,
+    reply("exited=%d code=%d signal=%d cpu=%.6f cgcpu=%.6f nscpu=%.6f nsmem_kb=%ld wall=%.6f "
+          "maxrss_kb=%ld killed=%s error_stage=%s error_errno=%d error=%s",
+          exited, code, sig, ru_cpu, cgcpu, nscpu, nsmem_kb, wall, ru_main.ru_maxrss, killed,
+          stage, err_no,
           en > 0 ? (*errmsg ? errmsg : "unknown") : "");
 }
 

@@ -4,11 +4,14 @@ Every limit below is enforced by a named mechanism (see `execution/README.md`):
 
 - `cpu_s`: CPU time (user + system) of ALL processes and threads of the command, measured on the
   sandbox's cgroup CPU counter and enforced by the sandbox's init (plus RLIMIT_CPU per process as
-  a safety net). For a judged test this is the problem's limit times the runtime's time factor.
+  a safety net). Without cgroups (rootless), the sandbox's init samples every process of its pid
+  namespace instead (see README, "Rootless accounting"). For a judged test this is the
+  problem's limit times the runtime's time factor.
 - `wall_s`: wall-clock limit for programs that sleep or block; a few times `cpu_s`.
 - `memory_mb`: memory cgroup limit (resident memory incl. tmpfs and page cache of the command);
-  exceeding it OOM-kills the program -> MEMORY_LIMIT_EXCEEDED. Without cgroups, RLIMIT_AS of
-  `memory_mb + as_headroom_mb` is the documented, weaker fallback.
+  exceeding it OOM-kills the program -> MEMORY_LIMIT_EXCEEDED. Without cgroups, the sandbox's
+  init samples the resident memory of every process of its pid namespace and kills them all past
+  the limit, and RLIMIT_AS of `memory_mb + as_headroom_mb` backs it up per process.
 - `output_bytes`: cap on stdout and stderr (bytes kept); also RLIMIT_FSIZE, the largest file the
   command may write anywhere (a bigger write raises SIGXFSZ).
 - `processes`: pids cgroup cap (and RLIMIT_NPROC, per sandbox uid) on processes + threads.

@@ -22,7 +22,9 @@ seccomp               libseccomp filter: EPERM for sockets other than AF_UNIX, p
                       and clone3 (so runtimes fall back to plain clone); foreign ABIs killed
 cgroup                one memory+pids+cpuacct cgroup set per program and purpose (compile, run)
                       below the engine's own cgroup: memory limit, peak, OOM kills, pids cap, CPU
-                      time of all threads and children
+                      time of all threads and children (rootless without a delegated cgroup:
+                      the init samples CPU and memory of its whole pid namespace instead;
+                      `cpu_enforcement`, `memory_enforcement` and `unenforced` say which)
 ====================  ==========================================================================
 
 The launcher (`launcher.c`) is compiled with gcc on first use into a cache directory (without gcc
@@ -58,6 +60,9 @@ from execution.limits import MB, Limits, cpu_count
 log = logging.getLogger(__name__)
 
 LAUNCHER_SOURCE = Path(__file__).with_name("launcher.c")
+#: rootless accounting: how often the sandbox init samples its pid namespace (NS_SAMPLE_S in
+#: launcher.c)
+NS_SAMPLE_MS = 10
 #: tests only: (launcher stage, purpose), e.g. ("setuid", "run"): every command of that purpose
 #: fails at that stage with EAGAIN, as a real setuid/exec failure would; ("unshare", purpose)
 #: makes the sandbox's start fail. Set, it selects the launcher built with -DTEST_HOOKS (the
@@ -278,6 +283,10 @@ def _isolation_template(policy: str = "required") -> dict[str, Any]:
         "missing": list(LAYERS),
         "cgroup_version": "",
         "memory_enforcement": "none",
+        "cpu_enforcement": "none",
+        # limits that no mechanism of this sandbox enforces over ALL processes of a command
+        # ("cpu_time", "memory"): `--isolation required` refuses such a sandbox
+        "unenforced": ["cpu_time", "memory"],
         "user_namespace": False,
         "notes": [],
     }
@@ -528,9 +537,6 @@ class Sandbox:
         if self._cgroups:
             iso["cgroup"] = True
             iso["cgroup_version"] = next(iter(self._cgroups.values())).version
-            iso["memory_enforcement"] = "cgroup"
-        else:
-            iso["memory_enforcement"] = "rlimit_as"
         self.uid = _allocate_uid() if is_root else os.geteuid()
         args = ["--io", str(self._io), "--ncpu", str(cpu_count())]
         if host.seccomp:
@@ -562,6 +568,8 @@ class Sandbox:
         missing = inactive_layers(iso)
         iso["missing"] = missing
         refused = [name for name in REQUIRED_LAYERS if name in missing]
+        # a limit held per process only is a missing protection too (e.g. CPU time of children)
+        refused += [f"{name} limit" for name in iso.get("unenforced", ())]
         if refused and self.policy == "required":
             raise IsolationRefused(
                 f"isolation policy 'required' refused to run: layers {', '.join(refused)} are "
@@ -613,6 +621,32 @@ class Sandbox:
         if not is_root:
             iso["notes"].append("not root: one uid mapped, no uid switch")
         iso["seccomp"] = info.get("seccomp") == "1"
+        self._set_enforcement(pid1=True)
+
+    def _set_enforcement(self, pid1: bool) -> None:
+        """Record how CPU time and memory are counted: the cgroup (all processes), the sandbox
+        init sampling its whole pid namespace (rootless), or per process only (unenforced)."""
+        iso = self.isolation
+        sets = list(self._cgroups.values())
+        if sets and all(cs.cpu_file is not None for cs in sets):
+            iso["cpu_enforcement"] = "cgroup"
+        else:
+            iso["cpu_enforcement"] = "pid_namespace_sampling" if pid1 else "main_process"
+        if sets:
+            iso["memory_enforcement"] = "cgroup"
+        else:
+            iso["memory_enforcement"] = "pid_namespace_sampling" if pid1 else "rlimit_as"
+        unenforced = []
+        if iso["cpu_enforcement"] == "main_process":
+            unenforced.append("cpu_time")
+        if iso["memory_enforcement"] == "rlimit_as":
+            unenforced.append("memory")
+        iso["unenforced"] = unenforced
+        if "pid_namespace_sampling" in (iso["cpu_enforcement"], iso["memory_enforcement"]):
+            iso["notes"].append(
+                "no cgroup: CPU time and memory of every process sampled by the sandbox init "
+                f"every {NS_SAMPLE_MS} ms (see README, rootless accounting)"
+            )
 
     def _start_plain(
         self, launcher: Path, args: list[str], files: Mapping[str, bytes], box: bool, is_root: bool
@@ -634,6 +668,7 @@ class Sandbox:
         iso["private_workdir"] = True
         iso["unprivileged_uid"] = is_root
         iso["seccomp"] = info.get("seccomp") == "1"
+        self._set_enforcement(pid1=False)
 
     def _spawn(self, launcher: Path, config: list[str]) -> dict[str, str] | None:
         """Start the launcher under a neutral argv, its configuration on its stdin (so that
@@ -716,7 +751,9 @@ class Sandbox:
             f"Lstack={limits.stack_bytes}".encode(),
         ]
         if cs is None:
+            # per process (a backstop), and over the whole pid namespace (sampled by init)
             toks.append(f"Las={(limits.memory_mb + limits.as_headroom_mb) * MB}".encode())
+            toks.append(f"Lnsmem={limits.memory_mb * MB}".encode())
         payload = b"\0".join(toks) + b"\0"
         assert self._proc.stdin is not None
         try:
@@ -737,17 +774,18 @@ class Sandbox:
                 os.unlink(self._io / name)
         sig = int(info["signal"])
         exited = info["exited"] == "1"
-        cg_cpu = float(info["cgcpu"])
-        cpu = cg_cpu if cg_cpu >= 0 else float(info["cpu"])
+        cg_cpu, ns_cpu = float(info["cgcpu"]), float(info.get("nscpu", -1))
+        cpu = cg_cpu if cg_cpu >= 0 else ns_cpu if ns_cpu >= 0 else float(info["cpu"])
         # reported peak: resident set of the largest process (what judges report); the cgroup's
-        # own peak also counts the page cache of the captured output, so it only decides MLE
-        peak_mb = int(info["maxrss_kb"]) / 1024.0
-        mem_exceeded = False
+        # own peak also counts the page cache of the captured output, so it only decides MLE.
+        # Rootless, the sampled total of all processes counts when it is larger.
+        peak_mb = max(int(info["maxrss_kb"]), int(info.get("nsmem_kb", -1))) / 1024.0
+        killed = info.get("killed", "none")
+        mem_exceeded = killed == "mem"
         if cs is not None:
             mem_exceeded = cs.oom_kills() > oom_before
         elif peak_mb >= limits.memory_mb:
             mem_exceeded = True
-        killed = info.get("killed", "none")
         timed_out = killed in ("cpu", "wall") or sig == _signal.SIGXCPU or cpu > limits.cpu_s
         error = info.get("error", "")
         return CommandOutcome(
