@@ -446,6 +446,7 @@ def test_sampling_counts_every_process_when_cgroups_are_refused(
     programs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from execution import cgroups
+    from execution import sandbox as sandbox_mod
     from execution.limits import Limits
     from execution.sandbox import Sandbox
 
@@ -453,6 +454,8 @@ def test_sampling_counts_every_process_when_cgroups_are_refused(
         raise OSError("refused by the test")
 
     monkeypatch.setattr(cgroups.CgroupSet, "create", refuse)
+    # the host probe runs again under the refusal (and its earlier answer comes back afterwards)
+    monkeypatch.setattr(sandbox_mod, "_host", None)
     with Sandbox(ro_paths=[str(programs)]) as sb:
         iso = sb.isolation_snapshot()
         require(bool(iso["pid_namespace"]), f"no pid namespace here: {iso['notes']}")
