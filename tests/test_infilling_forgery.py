@@ -210,6 +210,10 @@ def test_verify_accepts_only_a_complete_consistent_signed_report() -> None:
         result = signed_report.verify(log, KEY, exit_code)
         assert not result.trusted and reason in result.problem, (reason, result.problem)
         assert result.statuses == {}
+    # Stopped at a time limit after its session: no exit status to compare (never resolved).
+    late = _log(start, _record(KEY, "final", _final()))
+    assert signed_report.verify(late, KEY, None, killed=True).trusted
+    assert "exited with None" in signed_report.verify(late, KEY, None).problem
     collection_error = _final(0, collection_errors=["t.py"])
     result = signed_report.verify(_log(start, _record(KEY, "final", collection_error)), KEY, 0)
     assert "exit status 0 although" in result.problem

@@ -182,7 +182,13 @@ def _trusted_statuses(
 ) -> dict[str, str]:
     """The wanted tests' statuses from the plugin's signed report, or none when the report is
     missing or cannot be trusted (see `signed_report`); the printed log never decides."""
-    report = verify(ran.stdout, channel.key, ran.exit_code, plugin_loaded=channel.plugin_loaded())
+    report = verify(
+        ran.stdout,
+        channel.key,
+        ran.exit_code,
+        plugin_loaded=channel.plugin_loaded(),
+        killed=ran.timed_out,
+    )
     if report.problem:
         outcome.detail = f"test report rejected: {report.problem}"
         return {}
