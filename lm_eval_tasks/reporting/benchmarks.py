@@ -119,7 +119,7 @@ HEADLINES: tuple[Headline, ...] = (
                 "log-likelihood of max vs min, micro average",
                 True,
             ),
-        )  # fmt: skip
+        )
     ),
     *(
         Headline(
