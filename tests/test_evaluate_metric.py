@@ -116,7 +116,7 @@ def test_bad_references_name_the_row_and_field(
 
     monkeypatch.setenv("HF_ALLOW_CODE_EVAL", "1")
     good = {"language": "Python 3", "tests": LUCKY_TESTS}
-    cases = [
+    cases: list[tuple[Any, Any, str]] = [
         ([["x"], ["y"]], [good], "2 predictions for 1 references"),
         ([["x"]], [{"language": "Brainfuck", "tests": LUCKY_TESTS}], r"references\[0\].language"),
         ([["x"]], [{"language": "Python 3", "tests": []}], r"references\[0\].tests"),

@@ -265,12 +265,21 @@ def _stringify(x: Any) -> Any:
 
 def run_pair(board: Leaderboard, model: ModelSpec, tasks: TaskSet) -> Path:
     """Evaluate one pair into a temporary folder and rename it into place when complete."""
+    final = pair_dir(board, model, tasks)
+    work = final.with_name(f".{final.name}.partial-{os.getpid()}")
+    try:
+        return _run_pair(board, model, tasks, final, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # gone after success (renamed) or failure
+
+
+def _run_pair(
+    board: Leaderboard, model: ModelSpec, tasks: TaskSet, final: Path, work: Path
+) -> Path:
     import lm_eval
     from lm_eval.tasks import TaskManager
     from lm_eval.utils import simple_parse_args_string
 
-    final = pair_dir(board, model, tasks)
-    work = final.with_name(f".{final.name}.partial-{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     started = datetime.now(timezone.utc).isoformat()

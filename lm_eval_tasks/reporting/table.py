@@ -124,18 +124,18 @@ def _measure(run: Run, h: Headline) -> tuple[float, float, list[str]] | None:
     ]
     if any(run.value(g, h.metric, h.filter) is not None for g in siblings):
         return None  # a group of the same tasks was run: its own columns say it
-    present = [
+    present: list[tuple[str, float | None]] = [
         (s, run.value(h.subtask_prefix + s, h.metric, h.filter))
         for s in h.suffixes
         if h.subtask_prefix + s in run.tasks()
     ]
-    present = [(s, v) for s, v in present if v is not None]
-    if not present:
+    found = [(s, v) for s, v in present if v is not None]
+    if not found:
         return None
-    tasks = [h.subtask_prefix + s for s, _ in present]
+    tasks = [h.subtask_prefix + s for s, _ in found]
     weights = [run.size(t) if h.weight_by_size else 1 for t in tasks]
     total = sum(weights) or 1
-    vals = [v for _, v in present]
+    vals = [v for _, v in found]
     value = sum(w * v for w, v in zip(weights, vals, strict=True)) / total
     chances = [chance_of(t) for t in tasks]
     chance = sum(w * c for w, c in zip(weights, chances, strict=True)) / total
