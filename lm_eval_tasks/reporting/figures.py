@@ -116,7 +116,7 @@ def draw_language_bars(chart: LanguageBars, path: Path) -> Path:
 def draw_verdicts(model: str, counts: dict[str, Counter[str]], path: Path, note: str = "") -> Path:
     plt = _plt()
     langs = sorted(counts)
-    fig, ax = plt.subplots(figsize=(max(7.0, 1.1 * len(langs) + 3), 4.5))
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.1 * len(langs) + 3) + 2.5, 4.5))
     width = 0.8 / len(VERDICTS)
     colors = plt.get_cmap("tab10")
     for i, verdict in enumerate(VERDICTS):
@@ -126,7 +126,7 @@ def draw_verdicts(model: str, counts: dict[str, Counter[str]], path: Path, note:
     ax.set_xticks(range(len(langs)), langs)
     ax.set_ylabel("programs")
     ax.set_title(f"Verdicts per language: {model}{note}", fontsize=10)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside, never over bars
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
