@@ -132,6 +132,12 @@ def _measure(run: Run, h: Headline) -> tuple[float, float, list[str]] | None:
     found = [(s, v) for s, v in present if v is not None]
     if not found:
         return None
+    if (
+        len(found) == 1
+        and not h.weight_by_size
+        and any(o.weight_by_size and o.group in siblings for o in HEADLINES)
+    ):
+        return None  # one language: micro and macro averages are the same column
     tasks = [h.subtask_prefix + s for s, _ in found]
     weights = [run.size(t) if h.weight_by_size else 1 for t in tasks]
     total = sum(weights) or 1
