@@ -126,7 +126,8 @@ def test_kill_and_resume_runs_each_pair_once(tmp_path: Path) -> None:
         samples = list((runs / pair).glob("samples_*.jsonl"))
         assert len(results) == 1 and len(samples) == 1
         assert json.loads(results[0].read_text())["config"]["limit"] == 2
-        assert len(samples[0].read_text().splitlines()) == 2
+        logged = [json.loads(x) for x in samples[0].read_text().splitlines()]
+        assert {s["doc_id"] for s in logged} == {0, 1}  # --limit 2 (one line per filter)
 
     # the report reads the leaderboard folder: one row per model that ran
     report = subprocess.run(
