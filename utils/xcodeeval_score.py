@@ -95,6 +95,12 @@ def _cluster_of(raw: dict[str, Any], path: Path, lineno: int) -> tuple[str, str]
 
 
 def score(args: argparse.Namespace) -> dict[str, Any]:
+    return score_with_records(args)[0]
+
+
+def score_with_records(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The report, and per judged line {line, src_uid, cluster, record} (the engine's verdict
+    record), for callers that compare verdicts line by line."""
     # --data-dir, else $XCODEEVAL_DATA, else the Hub: the same rule as the lm-eval tasks
     settings_in: dict[str, Any] = {"xcodeeval_sample_tests": bool(args.sample_tests)}
     if args.data_dir is not None:
@@ -105,7 +111,7 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
     unittests = xd.unittests_for(source, NEEDED_BY)
 
     programs: list[Program] = []
-    owners: list[tuple[str, str]] = []  # (cluster, src_uid) of each program
+    owners: list[tuple[str, str, int]] = []  # (cluster, src_uid, line) of each program
     report = xd.JoinReport(
         NEEDED_BY,
         args.split,
@@ -144,7 +150,7 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
                 key=f"{uid}#{lineno}",
             )
         )
-        owners.append((cluster, uid))
+        owners.append((cluster, uid, lineno))
 
     report.log()
     settings = ExecSettings(
@@ -152,8 +158,10 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
     )
     records = judge_programs(programs, settings, NEEDED_BY)
     verdicts: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for (cluster, uid), rec in zip(owners, records, strict=True):
+    lines: list[dict[str, Any]] = []
+    for (cluster, uid, lineno), rec in zip(owners, records, strict=True):
         verdicts[cluster][uid].append(rec["verdict"])
+        lines.append({"line": lineno, "src_uid": uid, "cluster": cluster, "record": rec})
     table = language_table(verdicts, args.k)
 
     coverage: dict[str, Any] = {}
@@ -167,7 +175,7 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
                 "missing_problems": len(split_uids - set(by_uid)),
                 "outside_split": len(set(by_uid) - split_uids),
             }
-    return {
+    summary = {
         "data": source.describe(),
         "split": args.split,
         "tests": source.tests_kind,
@@ -182,6 +190,7 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
             "unavailable_runtime": dict(sorted(report.unavailable_runtime.items())),
         },
     }
+    return summary, lines
 
 
 def strict_json(value: Any) -> Any:

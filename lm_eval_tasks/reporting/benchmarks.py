@@ -1,0 +1,183 @@
+"""Per-benchmark facts the report needs, declared once as data.
+
+Each `Headline` names one number a leaderboard shows: which lm-eval task or group reports it, under
+which metric and filter, the protocol it belongs to, and its chance baseline for the normalised
+average. Two protocols never share a column: the report adds the run-time parts of a protocol
+(tests used, comparator, languages covered, grader) to the column key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+XCODEEVAL_LANGUAGES = (
+    "c", "cpp", "csharp", "go", "java", "javascript", "kotlin", "php", "python", "ruby", "rust",
+)  # fmt: skip
+CLOZE_LANGUAGES = ("ruby", "javascript", "go", "python", "java", "php")
+INFILLING_FORMATS = ("starcoder", "codellama", "deepseek", "qwen", "chat", "custom")
+
+# How a column's chance baseline is found (Open LLM Leaderboard normalisation: subtract it,
+# rescale to 0-100).
+CHANCE_ZERO = "zero"  # pass@k, exact match of free text: a random answer scores 0
+CHANCE_MAJORITY = "majority_label"  # A/B: the majority-label rate measured from the answers
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One leaderboard number of one benchmark."""
+
+    benchmark: str  # "xCodeEval", "ClozeTest-maxmin", "Multi-line infilling"
+    kind: str  # "xcodeeval", "cloze", "infilling": how the protocol's run-time parts are read
+    group: str  # the lm-eval task or group that reports it
+    subtask_prefix: str  # per-language (or per-format) tasks: prefix + suffix
+    suffixes: tuple[str, ...]
+    metric: str
+    filter: str
+    protocol: str  # the fixed part of the protocol, stated in the report
+    chance: str = CHANCE_ZERO
+    weight_by_size: bool = False  # how the group averages its subtasks
+    secondary: bool = False  # shown, but not in the normalised average
+
+    @property
+    def label(self) -> str:
+        return f"{self.benchmark} {self.metric}"
+
+
+def _xce(
+    group: str, metric: str, protocol: str, suffixes: tuple[str, ...] = XCODEEVAL_LANGUAGES
+) -> Headline:
+    return Headline(
+        "xCodeEval " + group.removeprefix("xcodeeval_").split("_")[0],
+        "xcodeeval",
+        group,
+        group + "_",
+        suffixes,
+        metric,
+        "judge",
+        protocol,
+    )
+
+
+HEADLINES: tuple[Headline, ...] = (
+    _xce("xcodeeval_synth_greedy", "pass@1", "program synthesis, 1 greedy sample, pass@1"),
+    _xce("xcodeeval_synth", "pass@5", "program synthesis, n=20 samples at T=0.316, pass@5"),
+    _xce("xcodeeval_translate_greedy", "pass@1", "code translation, 1 greedy sample, pass@1"),
+    _xce("xcodeeval_translate", "pass@5", "code translation, n=20 samples at T=0.316, pass@5"),
+    _xce("xcodeeval_apr_greedy", "pass@1", "program repair, 1 greedy sample, pass@1"),
+    _xce("xcodeeval_apr", "pass@5", "program repair, n=20 samples at T=0.316, pass@5"),
+    *(
+        Headline(
+            "ClozeTest-maxmin",
+            "cloze",
+            group,
+            prefix,
+            CLOZE_LANGUAGES,
+            metric,
+            filt,
+            protocol,
+            CHANCE_MAJORITY,
+            weight_by_size=micro,
+        )
+        for group, prefix, metric, filt, protocol, micro in (
+            (
+                "clozetest_maxmin",
+                "clozetest_maxmin_",
+                "exact_match",
+                "first_capital",
+                "A/B generation, OpenCompass parse (first capital), micro average",
+                True,
+            ),
+            (
+                "clozetest_maxmin",
+                "clozetest_maxmin_",
+                "exact_match",
+                "letter",
+                "A/B generation, letter parse, micro average",
+                True,
+            ),
+            (
+                "clozetest_maxmin_macro",
+                "clozetest_maxmin_",
+                "exact_match",
+                "first_capital",
+                "A/B generation, OpenCompass parse (first capital), macro average",
+                False,
+            ),
+            (
+                "clozetest_maxmin_macro",
+                "clozetest_maxmin_",
+                "exact_match",
+                "letter",
+                "A/B generation, letter parse, macro average",
+                False,
+            ),
+            (
+                "clozetest_maxmin_ll",
+                "clozetest_maxmin_ll_",
+                "acc",
+                "none",
+                "log-likelihood of max vs min, micro average",
+                True,
+            ),
+        )
+    ),
+    *(
+        Headline(
+            "Multi-line infilling",
+            "infilling",
+            f"sg_infilling_{fmt}_exec",
+            f"sg_infilling_{fmt}_exec",
+            ("",),
+            metric,
+            filt,
+            f"{fmt} prompt format, {what}",
+            secondary=secondary,
+        )
+        for fmt in INFILLING_FORMATS
+        for metric, filt, what, secondary in (
+            ("pass@1", "graded", "repository tests", False),
+            ("exact_match", "graded", "exact match of the middle", True),
+            ("edit_similarity", "graded", "edit similarity of the middle", True),
+        )
+    ),
+    *(
+        Headline(
+            "Multi-line infilling",
+            "infilling",
+            f"sg_infilling_{fmt}",
+            f"sg_infilling_{fmt}",
+            ("",),
+            metric,
+            "middle",
+            f"{fmt} prompt format, {what}",
+            secondary=True,
+        )
+        for fmt in INFILLING_FORMATS
+        for metric, what in (
+            ("exact_match", "exact match of the middle"),
+            ("edit_similarity", "edit similarity of the middle"),
+        )
+    ),
+)
+
+# Per-task counts that must never be lost from a report (metric name -> what it means).
+WARNING_METRICS = {
+    "infra_errors": "programs the engine could not judge (INFRA_ERROR, not the model's fault)",
+    "unscored_rows": "rows not scored (missing problem or tests, or unavailable runtime)",
+    "unavailable_runtime_rows": "rows whose runtime is unavailable on this machine",
+    "grading_error": "rows the repository grader could not grade",
+}
+
+
+def language_of(task: str) -> tuple[Headline, str] | None:
+    """(headline family, language) of a per-language task name, for per-language charts."""
+    best: tuple[Headline, str] | None = None
+    for h in HEADLINES:
+        if h.kind == "infilling" or not task.startswith(h.subtask_prefix):
+            continue
+        suffix = task[len(h.subtask_prefix) :]
+        if suffix in h.suffixes and (
+            best is None or len(h.subtask_prefix) > len(best[0].subtask_prefix)
+        ):
+            best = (h, suffix)
+    return best

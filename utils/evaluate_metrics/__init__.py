@@ -1,0 +1,14 @@
+"""`evaluate` metrics shipped inside the package, loadable offline by path:
+
+    import evaluate
+    from utils.evaluate_metrics import CODE_EXEC_PATH
+    code_exec = evaluate.load(str(CODE_EXEC_PATH))
+
+`python -m utils.evaluate_metrics` prints the path (subcommand `code-eval metric-path`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CODE_EXEC_PATH = Path(__file__).resolve().parent / "code_exec"
