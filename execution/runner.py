@@ -13,6 +13,7 @@ the remaining tests are not run.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 from collections.abc import Sequence
 
@@ -26,6 +27,8 @@ from execution.types import CompileResult, Job, Result, TestResult, Verdict
 #: characters of stdout/stderr kept in results (reporting only; comparison sees everything)
 REPORT_CHARS = 2000
 COMPILE_REPORT_CHARS = 4000
+#: bytes of a test's stdout read into memory for the report (at most 4 bytes per character)
+REPORT_HEAD_BYTES = 4 * REPORT_CHARS
 
 
 def _text(data: bytes, limit: int) -> str:
@@ -222,16 +225,18 @@ def _compile_and_run(
             stdin=test.input.encode("utf-8", "surrogatepass"),
             env=env,
             purpose="run",
+            output_head=REPORT_HEAD_BYTES,
         )
-        verdict, detail = test_verdict(out)
-        if verdict is Verdict.INFRA_ERROR and no_runnable_program(out, argv):
-            verdict = Verdict.COMPILATION_ERROR
-            detail = f"the compiler produced no runnable program ({out.error})"
-        if verdict is None:
-            ok = outputs_match(
-                out.stdout, test.output, job.comparator
-            )  # raw bytes: each mode decodes
-            verdict = Verdict.PASSED if ok else Verdict.WRONG_ANSWER
+        with out.stdout_file or contextlib.nullcontext():
+            verdict, detail = test_verdict(out)
+            if verdict is Verdict.INFRA_ERROR and no_runnable_program(out, argv):
+                verdict = Verdict.COMPILATION_ERROR
+                detail = f"the compiler produced no runnable program ({out.error})"
+            if verdict is None:
+                # streamed from the capture file (raw bytes: each mode decodes)
+                capture = out.stdout_file if out.stdout_file is not None else out.stdout
+                ok = outputs_match(capture, test.output, job.comparator)
+                verdict = Verdict.PASSED if ok else Verdict.WRONG_ANSWER
         tr = TestResult(
             verdict=verdict,
             time_s=round(out.cpu_s, 4),
