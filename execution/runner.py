@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from execution.compare import outputs_match
 from execution.compile_cache import CompileCache, CompiledEntry, compile_key
+from execution.inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
 from execution.languages import Runtime, java_layout
 from execution.limits import COMPILE_LIMITS, MB, Limits, run_limits
 from execution.sandbox import CommandOutcome, Sandbox, SandboxError, default_env
@@ -83,9 +84,25 @@ def test_verdict(out: CommandOutcome) -> tuple[Verdict | None, str]:
     return None, ""
 
 
-def judge_with(runtime: Runtime, job: Job, compiled: CompileCache | None = None) -> Result:
+def judge_with(
+    runtime: Runtime,
+    job: Job,
+    compiled: CompileCache | None = None,
+    input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+) -> Result:
     """Judge `job` with `runtime` (already resolved and available) and `job.comparator`;
-    `compiled` caches compilations across jobs."""
+    `compiled` caches compilations across jobs. A source over `input_limits.source_bytes` is a
+    COMPILATION_ERROR without any sandbox (it would not fit the work dir anyway)."""
+    too_large = source_too_large(job.source_code, input_limits)
+    if too_large:
+        compile_result = CompileResult(ok=False, detail=too_large)
+        return Result(
+            verdict=Verdict.COMPILATION_ERROR,
+            runtime=runtime.info(),
+            id=job.id,
+            compile=compile_result,
+            detail=too_large,
+        )
     values = source_layout(runtime, job.source_code)
     values["memory_mb"] = str(job.memory_limit_mb)
     result = Result(verdict=Verdict.PASSED, runtime=runtime.info(), id=job.id)

@@ -218,8 +218,14 @@ class Handler(BaseHTTPRequestHandler):
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             self._send(HTTPStatus.BAD_REQUEST, {"error": f"invalid JSON: {exc}"})
             return
+        except RecursionError:
+            self._send(HTTPStatus.BAD_REQUEST, {"error": "invalid JSON: nested too deeply"})
+            return
         except BadRequest as exc:
             self._send(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
+            return
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            self._send(HTTPStatus.BAD_REQUEST, {"error": f"invalid JSON: {exc}"})
             return
         result = self.server.engine.judge(job)  # the engine runs one program per worker at a time
         if result.verdict is Verdict.INFRA_ERROR:
