@@ -15,7 +15,9 @@ Two modes:
 * ``execeval`` reproduces ExecEval's comparison bit for bit, flaws included (see
   :mod:`execution.execeval_compare`), so scores can be compared with published numbers.
 
-In both modes a test passes if the output matches ANY of the expected outputs.
+In both modes a test passes if the output matches ANY of the expected outputs. Outputs are
+compared as streams in bounded memory (see :mod:`execution.textstream`): a token longer than
+``textstream.TOKEN_CAP`` (1 MiB) characters only equals the very same text.
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ context (``emax = 2**30 - 1``), so ``1e400000000`` is infinite.
 Everything is computed exactly with integers. Only tokens that are extreme on two counts at
 once (more than 20,000 significant digits, or a decimal exponent beyond +-30,000) are rounded
 via 450-digit decimal arithmetic; such a value can then differ only when it lies within
-10**-400 (relative) of a rounding boundary.
+10**-400 (relative) of a rounding boundary. The texts are compared as streams (see
+:mod:`execution.textstream`), with one deviation: a token or an inner whitespace run longer than
+1 MiB characters only equals the very same text.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ are what the engine did before it compared streams: same verdicts on every valid
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -212,60 +213,16 @@ def test_first_mismatch_stops_reading() -> None:
 # ----------------------------------------------------------------------------------------------
 # the engine's own memory while judging a program that prints 64 MiB of short tokens
 
-BIG_PRINTER_C = textwrap.dedent(
-    r"""
-    #include <stdio.h>
-    int main(void) {
-        static char buf[3 * 21845];
-        for (int i = 0; i < (int)sizeof buf; i += 3) { buf[i] = '1'; buf[i+1] = 'd'; buf[i+2] = ' '; }
-        long total = 0;
-        while (total + (long)sizeof buf <= 64L * 1024 * 1024 - 2) {
-            fwrite(buf, 1, sizeof buf, stdout);
-            total += sizeof buf;
-        }
-        return 0;
-    }
-    """
-)
-
-_RSS_SCRIPT = textwrap.dedent(
-    """
-    import json, resource, sys
-    from execution.engine import Engine
-    from execution.types import Job, TestCase
-    source, workers = sys.argv[1], int(sys.argv[2])
-    tests = (TestCase("", ("1d 1d",)), TestCase("", ("1d " * 16 + "x",)))
-    jobs = [
-        Job(language="GNU C11", source_code=source + f"// {mode} {k}\\n", tests=tests,
-            comparator=mode, stop_on_first_fail=False)
-        for k in range(workers) for mode in ("default", "execeval")
-    ]
-    results = Engine(workers=workers).judge_many(jobs)
-    print(json.dumps({
-        "verdicts": [[t.verdict.value for t in r.tests] for r in results],
-        "details": [r.detail for r in results],
-        "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }))
-    """
-)
-
 
 def engine_peak_rss_mb(workers: int, cache: Path) -> dict[str, Any]:
-    """Judge the 64 MiB printer (both comparators) in a fresh process; its figures.
-
-    The process is started by a small shell rather than by this (large) test process: Linux
-    carries a parent's peak RSS into `ru_maxrss` across fork + exec."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CODE_EVAL_CACHE": str(cache)}
-    argv = [sys.executable, "-c", _RSS_SCRIPT, BIG_PRINTER_C, str(workers)]
-    proc = subprocess.run(
-        ["/bin/sh", "-c", '"$@"; exit $?', "sh", *argv],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
+    """The measurement `make bench` prints (bench/engine_bench.py, section 7)."""
+    spec = importlib.util.spec_from_file_location(
+        "engine_bench", ROOT / "bench" / "engine_bench.py"
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return dict(bench.engine_peak_rss_mb(workers, cache))
 
 
 def test_engine_memory_stays_bounded_on_64_mib_of_short_tokens(tmp_path: Path) -> None:
