@@ -189,7 +189,7 @@ class _LineNormaliser:
     """
 
     def __init__(self) -> None:
-        self.out: list[Token] = []
+        self.out: list[Token | _Breaks] = []
         self.out_len = 0
         self.started = False  # a line with content was seen
         self.in_line = False  # the current line has content
@@ -202,10 +202,9 @@ class _LineNormaliser:
             self.out_len += len(text)
 
     def _emit_breaks(self, count: int) -> None:
-        while count > 0:
-            n = min(count, CHUNK_CHARS)
-            self._emit("\n" * n)
-            count -= n
+        if count > 0:  # expanded lazily by `_merged`: millions of blank lines cost nothing
+            self.out.append(_Breaks(count))
+            self.out_len += min(count, CHUNK_CHARS)
 
     def _flush_gap(self) -> None:
         gap = self.gap.take()
@@ -265,7 +264,7 @@ class _LineNormaliser:
         self.in_line = False
         self.pending_nl = 1 + blanks_after
 
-    def drain(self) -> list[Token]:
+    def drain(self) -> list[Token | _Breaks]:
         out = self.out
         self.out, self.out_len = [], 0
         return out
@@ -290,17 +289,32 @@ def normalised_line_pieces(chunks: Iterable[str]) -> Iterator[Token]:
     yield from _merged(norm.drain())  # a pending gap or pending breaks at the end are dropped
 
 
-def _merged(pieces: list[Token]) -> Iterator[Token]:
-    """Adjacent text pieces joined (fewer, longer pieces to compare)."""
+@dataclass(frozen=True)
+class _Breaks:
+    """`count` line breaks in a row, not yet written out."""
+
+    count: int
+
+
+def _merged(pieces: list[Token | _Breaks]) -> Iterator[Token]:
+    """Adjacent text pieces joined (fewer, longer pieces to compare); runs of line breaks
+    written out one chunk at a time."""
     texts: list[str] = []
     for piece in pieces:
-        if isinstance(piece, Digest):
-            if texts:
-                yield "".join(texts)
-                texts = []
-            yield piece
-        else:
+        if isinstance(piece, str):
             texts.append(piece)
+            continue
+        if texts:
+            yield "".join(texts)
+            texts = []
+        if isinstance(piece, Digest):
+            yield piece
+            continue
+        left = piece.count
+        while left > 0:
+            n = min(left, CHUNK_CHARS)
+            yield "\n" * n
+            left -= n
     if texts:
         yield "".join(texts)
 

@@ -234,13 +234,31 @@ def test_engine_memory_stays_bounded_on_64_mib_of_short_tokens(tmp_path: Path) -
     assert figures["maxrss_mb"] < 150, figures
 
 
-def test_identical_huge_output_passes_in_bounded_memory(tmp_path: Path) -> None:
-    """The whole 64 MiB is read when it matches: a program whose output is 64 MiB of blanks and
-    one token passes in both modes, and the comparison never holds the output."""
-    with small_chunks(4096, 4096):
-        blank = io.BytesIO(b" \n" * (4 * 1024 * 1024) + b"x\n")
+def test_whole_reads_of_huge_outputs_stay_in_bounded_memory() -> None:
+    """When the comparison must read everything (a match, blank runs), it still holds only a
+    few chunks: 8 MiB of blanks before the one token, 16 M blank lines between two tokens
+    (counted, never written out), a 16 MiB line compared with itself."""
+    import tracemalloc
+
+    blank_lines = b"a" + b"\n" * (16 * 1024 * 1024) + b"b\n"
+    one_line = b"x " * (8 * 1024 * 1024)
+    cases = [
+        (b" \n" * (4 * 1024 * 1024) + b"x\n", "x", True),
+        (blank_lines, "a\n\nb", True),  # ExecEval: lines differ, tokens agree
+        (blank_lines, blank_lines.decode(), True),
+        (blank_lines, "a\n\nc", False),
+        (one_line, one_line.decode(), True),
+    ]
+    for data, expected, want in cases:
         for mode in ("default", "execeval"):
-            assert outputs_match(blank, ["x"], mode)
+            capture = io.BytesIO(data)
+            tracemalloc.start()
+            try:
+                assert outputs_match(capture, [expected], mode) is want, (mode, expected[:9])
+                _, peak = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+            assert peak < 8 * 1024 * 1024, (mode, expected[:9], peak)
 
 
 # ----------------------------------------------------------------------------------------------
