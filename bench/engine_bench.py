@@ -9,6 +9,8 @@
 5. A repeated batch served from the result cache (target: >= 20x faster).
 6. No busy-polling: CPU burned by the engine (its own process and its helpers) while a program
    sleeps 1 s, measured as the difference between a 1 s sleep and a 0 s sleep of the same program.
+7. Peak RSS (`ru_maxrss`) of a fresh engine process judging programs that print 64 MiB of short
+   tokens, with 1 and 2 workers (outputs are compared as streams, so this stays small).
 
 Run: `python bench/engine_bench.py` (a few minutes on 2 cores). Numbers are noisy on a shared
 machine: each timing is the median of several repetitions.
@@ -17,15 +19,19 @@ machine: each timing is the median of several repetitions.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from execution.cache import ResultCache
 from execution.engine import Engine
@@ -193,6 +199,74 @@ def bench_busy_poll() -> dict[str, float]:
     }
 
 
+# ----------------------------------------------------------------------------------------------
+# 7. peak RSS of the engine judging programs that print 64 MiB of short tokens
+
+BIG_PRINTER_C = textwrap.dedent(
+    r"""
+    #include <stdio.h>
+    int main(void) {
+        static char buf[3 * 21845];
+        for (int i = 0; i < (int)sizeof buf; i += 3) { buf[i] = '1'; buf[i+1] = 'd'; buf[i+2] = ' '; }
+        long total = 0;
+        while (total + (long)sizeof buf <= 64L * 1024 * 1024 - 2) {
+            fwrite(buf, 1, sizeof buf, stdout);
+            total += sizeof buf;
+        }
+        return 0;
+    }
+    """
+)
+
+_RSS_SCRIPT = textwrap.dedent(
+    """
+    import json, resource, sys
+    from execution.engine import Engine
+    from execution.types import Job, TestCase
+    source, workers = sys.argv[1], int(sys.argv[2])
+    tests = (TestCase("", ("1d 1d",)), TestCase("", ("1d " * 16 + "x",)))
+    jobs = [
+        Job(language="GNU C11", source_code=source + f"// {mode} {k}\\n", tests=tests,
+            comparator=mode, stop_on_first_fail=False)
+        for k in range(workers) for mode in ("default", "execeval")
+    ]
+    results = Engine(workers=workers).judge_many(jobs)
+    print(json.dumps({
+        "verdicts": [[t.verdict.value for t in r.tests] for r in results],
+        "details": [r.detail for r in results],
+        "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }))
+    """
+)
+
+
+def engine_peak_rss_mb(workers: int, cache: Path) -> dict[str, Any]:
+    """Judge the 64 MiB printer (both comparators) in a fresh process; its figures.
+
+    The process is started by a small shell rather than by this (large) test process: Linux
+    carries a parent's peak RSS into `ru_maxrss` across fork + exec."""
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "CODE_EVAL_CACHE": str(cache)}
+    argv = [sys.executable, "-c", _RSS_SCRIPT, BIG_PRINTER_C, str(workers)]
+    proc = subprocess.run(
+        ["/bin/sh", "-c", '"$@"; exit $?', "sh", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def bench_peak_rss() -> dict[str, float]:
+    out = {}
+    for workers in (1, 2):
+        with tempfile.TemporaryDirectory() as tmp:
+            out[f"rss_mb_{workers}"] = float(engine_peak_rss_mb(workers, Path(tmp))["maxrss_mb"])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--reps", type=int, default=3, help="repetitions per timing (median)")
@@ -241,6 +315,14 @@ def main(argv: list[str] | None = None) -> int:
         "a polling thread would add ~1000 ms, noise is a few ms either way)"
     )
     print(f"extra helpers CPU    : {b['helpers_cpu_ms']:+.1f} ms (same difference)")
+
+    section("engine peak RSS: fresh process judging 64 MiB of `1d ` tokens (both comparators)")
+    m = bench_peak_rss()
+    print(f"1 worker  : {m['rss_mb_1']:.1f} MB (target < 150 MB)")
+    print(
+        f"2 workers : {m['rss_mb_2']:.1f} MB   per extra worker: "
+        f"{m['rss_mb_2'] - m['rss_mb_1']:+.1f} MB (documented bound: 16 MB)"
+    )
 
     print(f"\ntotal benchmark time: {time.perf_counter() - started:.0f} s")
     return 0

@@ -63,22 +63,40 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def job_key(job: Job, fingerprint: Fingerprint) -> str:
-    """Cache key of `job` judged by the runtime with `fingerprint` (a str or a Runtime)."""
+    """Cache key of `job` judged by the runtime with `fingerprint` (a str or a Runtime).
+
+    The source and the tests' texts are hashed piece by piece with their lengths (never
+    serialised whole), so a 100 MB expected output costs no copy of itself."""
     fp = fingerprint if isinstance(fingerprint, str) else fingerprint.fingerprint()
-    payload: dict[str, Any] = {
+    header: dict[str, Any] = {
         "engine": ENGINE_VERSION,
         "runtime": fp,
-        "source": job.source_code,
-        "tests": [t.to_dict() for t in job.tests],
         "time_limit_s": float(job.time_limit_s),
         "memory_limit_mb": int(job.memory_limit_mb),
         "comparator": job.comparator,
         "stop_on_first_fail": bool(job.stop_on_first_fail),
+        "tests": [len(t.output) for t in job.tests],
     }
-    if job.overrides is not None:  # absent otherwise, so existing keys stay valid
-        payload["overrides"] = job.overrides.to_dict()
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+    if job.overrides is not None:  # absent otherwise
+        header["overrides"] = job.overrides.to_dict()
+    hasher = hashlib.sha256()
+    _hash_text(hasher, json.dumps(header, sort_keys=True, separators=(",", ":")))
+    _hash_text(hasher, job.source_code)
+    for test in job.tests:
+        _hash_text(hasher, test.input)
+        for expected in test.output:
+            _hash_text(hasher, expected)
+    return hasher.hexdigest()
+
+
+_HASH_PIECE = 1 << 20
+
+
+def _hash_text(hasher: hashlib._Hash, text: str) -> None:
+    """Length-prefixed, so concatenations of different texts never collide."""
+    hasher.update(f"{len(text)}:".encode())
+    for start in range(0, len(text), _HASH_PIECE):
+        hasher.update(text[start : start + _HASH_PIECE].encode("utf-8", "surrogatepass"))
 
 
 def cacheable(result: Result) -> bool:

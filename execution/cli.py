@@ -41,14 +41,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--time-limit",
-        type=_positive_float,
+        type=_time_limit,
         default=2.0,
         metavar="S",
         help="problem time limit in seconds, before the runtime's factor (default 2)",
     )
     run.add_argument(
         "--memory-limit",
-        type=_positive_int,
+        type=_memory_limit,
         default=256,
         metavar="MB",
         help="memory limit in MB (default 256)",
@@ -323,6 +323,24 @@ def _positive_float(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
     return value
+
+
+def _time_limit(text: str) -> float:
+    from execution.inputs import InvalidJob, check_time_limit
+
+    try:
+        return check_time_limit(_positive_float(text))
+    except InvalidJob as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc.message}") from None
+
+
+def _memory_limit(text: str) -> int:
+    from execution.inputs import InvalidJob, check_memory_limit
+
+    try:
+        return check_memory_limit(_positive_int(text))
+    except InvalidJob as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc.message}") from None
 
 
 def _positive_int(text: str) -> int:

@@ -15,17 +15,29 @@ Two modes:
 * ``execeval`` reproduces ExecEval's comparison bit for bit, flaws included (see
   :mod:`execution.execeval_compare`), so scores can be compared with published numbers.
 
-In both modes a test passes if the output matches ANY of the expected outputs.
+In both modes a test passes if the output matches ANY of the expected outputs. Outputs are
+compared as streams in bounded memory (see :mod:`execution.textstream`): a token longer than
+``textstream.TOKEN_CAP`` (1 MiB) characters only equals the very same text.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, InvalidOperation
+from typing import BinaryIO
 
-from execution.execeval_compare import DECIMAL_LITERAL, execeval_outputs_equal
+from execution.execeval_compare import DECIMAL_LITERAL, execeval_streams_equal
+from execution.textstream import (
+    ChunkSource,
+    Token,
+    batches_equal,
+    file_chunks,
+    str_chunks,
+    token_batches,
+)
 
 MODES: tuple[str, ...] = ("default", "execeval")
 
@@ -47,24 +59,55 @@ _YES_NO = frozenset({"yes", "no"})
 _MAX_EXACT_DIGITS = 10_000
 
 
-def outputs_match(actual: str | bytes, expected: Sequence[str], mode: str = "default") -> bool:
+def outputs_match(
+    actual: str | bytes | BinaryIO, expected: Sequence[str], mode: str = "default"
+) -> bool:
     """True if `actual` matches any entry of `expected` under `mode` ("default" or "execeval").
 
-    Raw stdout bytes are decoded as each mode requires: invalid UTF-8 becomes U+FFFD by default
-    (so it can never match by accident) and is dropped in `execeval` mode, as ExecEval does.
+    `actual` is text, raw stdout bytes or a binary file holding them (a capture file: read in
+    chunks, never whole, and only as far as the first difference). Raw bytes are decoded as each
+    mode requires: invalid UTF-8 becomes U+FFFD by default (so it can never match by accident)
+    and is dropped in `execeval` mode, as ExecEval does.
     """
     if isinstance(expected, str):
         expected = [expected]
-    if isinstance(actual, bytes):
-        actual = actual.decode("utf-8", errors="ignore" if mode == "execeval" else "replace")
     if mode not in MODES:
         raise ValueError(f"unknown comparator mode {mode!r}; accepted: {', '.join(MODES)}")
-    if actual in expected:  # identical text matches in every mode
-        return True
+    errors = "ignore" if mode == "execeval" else "replace"
+    if isinstance(actual, bytes):
+        if len(actual) <= _SMALL:
+            actual = actual.decode("utf-8", errors=errors)
+        else:
+            actual = io.BytesIO(actual)
+    source: ChunkSource
+    if isinstance(actual, str):
+        if actual in expected:  # identical text matches in every mode
+            return True
+        source = str_chunks(actual)
+    else:
+        source = file_chunks(actual, errors)
     if mode == "execeval":
-        return any(execeval_outputs_equal(e, actual) for e in expected)
-    got = tokenize(actual)
-    return any(tokens_match(got, tokenize(e)) for e in expected)
+        return any(execeval_streams_equal(str_chunks(e), source) for e in expected)
+    return any(
+        batches_equal(
+            default_token_batches(source()), default_token_batches(str_chunks(e)()), token_equal
+        )
+        for e in expected
+    )
+
+
+#: outputs up to this size are decoded whole (cheap); larger ones are streamed
+_SMALL = 64 * 1024
+_SPACE = frozenset(" \t\n\r\v\f")
+
+
+def _split_default(text: str) -> list[str]:
+    return tokenize(text)
+
+
+def default_token_batches(chunks: Iterable[str]) -> Iterator[list[Token]]:
+    """Tokens of the default mode, batch by batch (see `tokenize`)."""
+    return token_batches(chunks, _split_default, _SPACE.__contains__)
 
 
 def tokenize(text: str) -> list[str]:

@@ -5,7 +5,8 @@ a pool sized to the CPUs (one program per CPU: more would let programs steal eac
 turn CPU-time limits into a load test). Identical jobs are judged once. With a cache, each result
 is looked up before judging and stored the moment its job finishes, so an interrupted batch loses
 nothing. Engine failures come back as INFRA_ERROR results (never cached, never raised as the
-program's fault); only caller errors such as an unknown language raise.
+program's fault); only caller errors such as an unknown language or a job outside the fixed
+bounds of `execution.inputs` (`InvalidJob`, a ValueError) raise, before anything runs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from execution.cache import ResultCache, job_key
 from execution.compare import MODES
 from execution.compile_cache import CompileCache
+from execution.inputs import DEFAULT_INPUT_LIMITS, InputLimits, validate_job
 from execution.languages import Runtime, resolve
 from execution.limits import cpu_count
 from execution.runner import judge_with
@@ -41,6 +43,7 @@ class Engine:
         cache: ResultCache | str | Path | None = None,
         comparator: str = "default",
         isolation: str = "required",
+        input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
     ) -> None:
         if comparator not in MODES:
             raise ValueError(f"unknown comparator {comparator!r}; use one of {MODES}")
@@ -51,6 +54,7 @@ class Engine:
         else:
             self.cache = ResultCache(Path(cache))
         self.comparator = comparator
+        self.input_limits = input_limits
         # compiled programs are reused across jobs (same runtime and source, other tests)
         self.compiled = CompileCache(self.cache.root / "compiled" if self.cache else None)
         self.judged = 0  # programs actually run (not served from the cache), for reporting
@@ -68,6 +72,7 @@ class Engine:
         if job.comparator not in MODES:
             raise ValueError(f"job {job.id!r}: unknown comparator {job.comparator!r}")
         runtime = resolve(job.language)  # raises UnknownLanguageError
+        validate_job(job, self.input_limits)  # raises InvalidJob (a ValueError)
         if job.comparator == "default" and self.comparator != "default":
             job = dataclasses.replace(job, comparator=self.comparator)
         return job, runtime
@@ -110,7 +115,7 @@ class Engine:
                         runtime=runtime.info(),
                         detail=f"runtime {runtime.name} unavailable: {runtime.reason}",
                     )
-                return judge_with(runtime, job, self.compiled, self.isolation)
+                return judge_with(runtime, job, self.compiled, self.isolation, self.input_limits)
             except Exception as exc:  # an engine bug must not become the program's fault
                 return Result(
                     verdict=Verdict.INFRA_ERROR,

@@ -19,7 +19,9 @@ context (``emax = 2**30 - 1``), so ``1e400000000`` is infinite.
 Everything is computed exactly with integers. Only tokens that are extreme on two counts at
 once (more than 20,000 significant digits, or a decimal exponent beyond +-30,000) are rounded
 via 450-digit decimal arithmetic; such a value can then differ only when it lies within
-10**-400 (relative) of a rounding boundary.
+10**-400 (relative) of a rounding boundary. The texts are compared as streams (see
+:mod:`execution.textstream`), with one deviation: a token or an inner whitespace run longer than
+1 MiB characters only equals the very same text.
 """
 
 from __future__ import annotations
@@ -28,6 +30,15 @@ import math
 import re
 from dataclasses import dataclass
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal
+
+from execution.textstream import (
+    ChunkSource,
+    batches_equal,
+    normalised_line_pieces,
+    pieces_equal,
+    str_chunks,
+    token_batches,
+)
 
 PREC = 129  # bits of each parsed number (gmpy2.mpfr(token, 129))
 DIFF_PREC = 53  # gmpy2's default context precision, used for the subtraction
@@ -86,16 +97,24 @@ _NAN = Mpfr("nan")
 
 def execeval_outputs_equal(expected: str, actual: str) -> bool:
     """ExecEval's verdict for one expected output (ExecEval strips the program's stdout first)."""
-    actual = actual.strip()
-    lines1, lines2 = expected.strip().split("\n"), actual.strip().split("\n")
-    if len(lines1) == len(lines2) and all(
-        a.strip() == b.strip() for a, b in zip(lines1, lines2, strict=True)
-    ):
+    return execeval_streams_equal(str_chunks(expected), str_chunks(actual))
+
+
+def execeval_streams_equal(expected: ChunkSource, actual: ChunkSource) -> bool:
+    """ExecEval's rule on chunked text, in bounded memory: first the stripped lines, each line
+    stripped (compared as one normalised stream), then the whitespace-separated tokens (a
+    different count is a mismatch, so pairs can be compared as they come)."""
+    if pieces_equal(normalised_line_pieces(actual()), normalised_line_pieces(expected())):
         return True
-    tokens1, tokens2 = expected.split(), actual.split()
-    if len(tokens1) != len(tokens2):
-        return False
-    return all(execeval_tokens_equal(a, b) for a, b in zip(tokens1, tokens2, strict=True))
+    return batches_equal(
+        token_batches(actual(), str.split, str.isspace),
+        token_batches(expected(), str.split, str.isspace),
+        _actual_vs_expected,
+    )
+
+
+def _actual_vs_expected(actual: str, expected: str) -> bool:
+    return execeval_tokens_equal(expected, actual)
 
 
 def execeval_tokens_equal(tok1: str, tok2: str) -> bool:

@@ -16,24 +16,44 @@ from typing import Any
 
 from execution.compare import MODES
 from execution.errors import DataError
+from execution.inputs import (
+    DEFAULT_INPUT_LIMITS,
+    InputLimits,
+    InvalidJob,
+    check_memory_limit,
+    check_tests_size,
+    check_time_limit,
+    utf8_size,
+)
 from execution.jsonl import iter_jsonl
 from execution.languages import UnknownLanguageError, resolve
 from execution.types import Job, TestCase
 
-MAX_TIME_LIMIT_S = 600.0
-
 
 def parse_tests(
-    raw: Any, path: str | Path, row: int | None = None, field: str = "unittests"
+    raw: Any,
+    path: str | Path,
+    row: int | None = None,
+    field: str = "unittests",
+    limits: InputLimits = DEFAULT_INPUT_LIMITS,
 ) -> tuple[TestCase, ...]:
-    """Validate a list of `{"input": str, "output": [str, ...]}` (a bare string output is accepted)."""
+    """Validate a list of `{"input": str, "output": [str, ...]}` (a bare string output is
+    accepted), within `limits` (count and total size)."""
     if not isinstance(raw, list):
         raise DataError(
             path, f"expected a list of tests, got {type(raw).__name__}", row=row, field=field
         )
     if not raw:
         raise DataError(path, "at least one test is required", row=row, field=field)
+    if len(raw) > limits.tests:
+        raise DataError(
+            path,
+            f"{len(raw)} tests, over the limit of {limits.tests} per job",
+            row=row,
+            field=field,
+        )
     tests = []
+    size = 0
     for i, test in enumerate(raw):
         where = f"{field}[{i}]"
         if not isinstance(test, dict):
@@ -53,6 +73,11 @@ def parse_tests(
                 field=f"{where}.output",
             )
         tests.append(TestCase(input=test["input"], output=tuple(out)))
+        size += utf8_size(test["input"]) + sum(utf8_size(o) for o in out)
+    try:
+        check_tests_size(size, len(tests), limits)
+    except InvalidJob as exc:
+        raise DataError(path, exc.message, row=row, field=field) from None
     return tuple(tests)
 
 
@@ -61,8 +86,10 @@ def read_tests_file(path: str | Path) -> tuple[TestCase, ...]:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DataError(path, "file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise DataError(path, f"not a readable JSON file: {exc}") from None
+    except RecursionError:
+        raise DataError(path, "not a readable JSON file: nested too deeply") from None
     return parse_tests(raw, path, field="tests")
 
 
@@ -90,23 +117,16 @@ def job_from_record(
         raise DataError(path, "missing or non-string source_code", row=row, field="source_code")
     tests = parse_tests(raw.get("unittests"), path, row=row, field="unittests")
     kwargs: dict[str, Any] = {}
-    time_limit = raw.get("time_limit_s")
-    if time_limit is not None:
-        if not positive_number(time_limit) or time_limit > MAX_TIME_LIMIT_S:
-            raise DataError(
-                path,
-                f"must be a positive number of seconds, at most {MAX_TIME_LIMIT_S:g}",
-                row=row,
-                field="time_limit_s",
-            )
-        kwargs["time_limit_s"] = float(time_limit)
-    memory = raw.get("memory_limit_mb")
-    if memory is not None:
-        if not positive_number(memory) or memory < 1:
-            raise DataError(
-                path, "must be a positive number of MB", row=row, field="memory_limit_mb"
-            )
-        kwargs["memory_limit_mb"] = math.ceil(memory)
+    for name, check in (
+        ("time_limit_s", check_time_limit),
+        ("memory_limit_mb", check_memory_limit),
+    ):
+        value = raw.get(name)
+        if value is not None:
+            try:
+                kwargs[name] = check(value)
+            except InvalidJob as exc:
+                raise DataError(path, exc.message, row=row, field=name) from None
     stop = raw.get("stop_on_first_fail")
     if stop is not None:
         if not isinstance(stop, bool):
@@ -136,7 +156,7 @@ def read_jobs(path: str | Path, comparator: str = "default") -> Iterator[tuple[i
         yield lineno, job_from_record(raw, path, lineno, comparator)
 
 
-def positive_number(value: Any) -> bool:
+def positive_number(value: Any) -> bool:  # kept for callers outside the job parser
     """A finite number > 0 (a bool is not a number here)."""
     return (
         isinstance(value, int | float)

@@ -52,8 +52,10 @@ def iter_jsonl(
             continue
         try:
             row = json.loads(line)
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # JSONDecodeError, or an integer of > 4300 digits
             raise DataError(path, f"invalid JSON: {exc}", row=lineno) from None
+        except RecursionError:
+            raise DataError(path, "invalid JSON: nested too deeply", row=lineno) from None
         if not isinstance(row, dict):
             raise DataError(path, "expected a JSON object per line", row=lineno)
         yield lineno, row

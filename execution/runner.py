@@ -13,11 +13,13 @@ the remaining tests are not run.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 from collections.abc import Sequence
 
 from execution.compare import outputs_match
 from execution.compile_cache import CompileCache, CompiledEntry, compile_key
+from execution.inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
 from execution.languages import Runtime, java_layout
 from execution.limits import COMPILE_LIMITS, MB, Limits, run_limits
 from execution.sandbox import CommandOutcome, Sandbox, SandboxError, default_env
@@ -26,6 +28,8 @@ from execution.types import CompileResult, Job, Result, TestResult, Verdict
 #: characters of stdout/stderr kept in results (reporting only; comparison sees everything)
 REPORT_CHARS = 2000
 COMPILE_REPORT_CHARS = 4000
+#: bytes of a test's stdout read into memory for the report (at most 4 bytes per character)
+REPORT_HEAD_BYTES = 4 * REPORT_CHARS
 
 
 def _text(data: bytes, limit: int) -> str:
@@ -85,9 +89,21 @@ def judge_with(
     job: Job,
     compiled: CompileCache | None = None,
     isolation: str = "required",
+    input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
 ) -> Result:
     """Judge `job` with `runtime` (already resolved and available) and `job.comparator`;
-    `compiled` caches compilations across jobs; `isolation` is the sandbox policy."""
+    `compiled` caches compilations across jobs; `isolation` is the sandbox policy. A source over `input_limits.source_bytes` is a
+    COMPILATION_ERROR without any sandbox (it would not fit the work dir anyway)."""
+    too_large = source_too_large(job.source_code, input_limits)
+    if too_large:
+        compile_result = CompileResult(ok=False, detail=too_large)
+        return Result(
+            verdict=Verdict.COMPILATION_ERROR,
+            runtime=runtime.info(),
+            id=job.id,
+            compile=compile_result,
+            detail=too_large,
+        )
     values = source_layout(runtime, job.source_code)
     values["memory_mb"] = str(job.memory_limit_mb)
     # the exact command lines are part of the result: flags decide verdicts (e.g. `-include`)
@@ -236,16 +252,18 @@ def _compile_and_run(
             stdin=test.input.encode("utf-8", "surrogatepass"),
             env=env,
             purpose="run",
+            output_head=REPORT_HEAD_BYTES,
         )
-        verdict, detail = test_verdict(out)
-        if verdict is Verdict.INFRA_ERROR and no_runnable_program(out, argv):
-            verdict = Verdict.COMPILATION_ERROR
-            detail = f"the compiler produced no runnable program ({out.error})"
-        if verdict is None:
-            ok = outputs_match(
-                out.stdout, test.output, job.comparator
-            )  # raw bytes: each mode decodes
-            verdict = Verdict.PASSED if ok else Verdict.WRONG_ANSWER
+        with out.stdout_file or contextlib.nullcontext():
+            verdict, detail = test_verdict(out)
+            if verdict is Verdict.INFRA_ERROR and no_runnable_program(out, argv):
+                verdict = Verdict.COMPILATION_ERROR
+                detail = f"the compiler produced no runnable program ({out.error})"
+            if verdict is None:
+                # streamed from the capture file (raw bytes: each mode decodes)
+                capture = out.stdout_file if out.stdout_file is not None else out.stdout
+                ok = outputs_match(capture, test.output, job.comparator)
+                verdict = Verdict.PASSED if ok else Verdict.WRONG_ANSWER
         tr = TestResult(
             verdict=verdict,
             time_s=round(out.cpu_s, 4),

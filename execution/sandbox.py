@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import io
 import logging
 import os
 import random
@@ -50,7 +51,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from execution import cgroups
 from execution.cache import cache_root
@@ -255,6 +256,9 @@ class CommandOutcome:
     error: str = ""
     error_stage: str = ""
     error_errno: int = 0
+    # with `Sandbox.run(output_head=N)`: stdout's whole capture, open for reading (its name is
+    # already unlinked), while `stdout` holds only its first N bytes; the caller closes it
+    stdout_file: BinaryIO | None = None
 
     @property
     def ok(self) -> bool:
@@ -716,8 +720,13 @@ class Sandbox:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         purpose: str | None = None,
+        output_head: int | None = None,
     ) -> CommandOutcome:
-        """Run one command in a fresh process; every process it started is gone on return."""
+        """Run one command in a fresh process; every process it started is gone on return.
+
+        With `output_head`, only that many bytes of stdout and stderr are read into memory and
+        stdout's whole capture comes back as `stdout_file`, so a big output is never held by
+        the engine."""
         if self._closed or self._proc is None:
             raise SandboxError("sandbox is closed")
         purpose = purpose or self._purposes[0]
@@ -767,8 +776,16 @@ class Sandbox:
         info = _parse_kv(line)
         if "exited" not in info:
             raise SandboxError(f"sandbox error: {info.get('error', line.decode(errors='replace'))}")
-        stdout, out_full = _read_capped(self._io / out_name, cap)
-        stderr, err_full = _read_capped(self._io / err_name, cap)
+        stdout_file = None
+        if output_head is None:
+            stdout, out_full = _read_capped(self._io / out_name, cap)
+        else:
+            stdout, out_full, stdout_file = _open_capture(self._io / out_name, cap, output_head)
+        if output_head is None:
+            stderr, err_full = _read_capped(self._io / err_name, cap)
+        else:
+            stderr, err_full, err_file = _open_capture(self._io / err_name, cap, output_head)
+            err_file.close()
         for name in (in_name, out_name, err_name):
             with contextlib.suppress(OSError):
                 os.unlink(self._io / name)
@@ -804,6 +821,7 @@ class Sandbox:
             error=error,
             error_stage=info.get("error_stage", "") if error else "",
             error_errno=int(info.get("error_errno") or 0) if error else 0,
+            stdout_file=stdout_file,
         )
 
     def isolation_snapshot(self) -> dict[str, Any]:
@@ -863,6 +881,21 @@ def _read_capped(path: Path, cap: int) -> tuple[bytes, bool]:
     except FileNotFoundError:
         return b"", False
     return data[:cap], len(data) > cap
+
+
+def _open_capture(path: Path, cap: int, head: int) -> tuple[bytes, bool, BinaryIO]:
+    """(first `head` bytes, whether the program wrote past `cap`, the capture opened for
+    reading). Bytes past `cap` (at most one) are never part of the output."""
+    try:
+        fh: BinaryIO = open(path, "rb")  # noqa: SIM115 - handed to the caller
+    except FileNotFoundError:
+        return b"", False, io.BytesIO(b"")
+    size = os.fstat(fh.fileno()).st_size
+    data = fh.read(min(head, cap))
+    if size > cap:  # an OLE: the output is never compared
+        fh.close()
+        return data, True, io.BytesIO(b"")
+    return data, False, fh
 
 
 # --------------------------------------------------------------------------------------------

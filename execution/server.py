@@ -52,6 +52,7 @@ from execution.execeval_compat import (
     execeval_outcome,
     execeval_runtime,
 )
+from execution.inputs import InvalidJob, validate_job
 from execution.jobfile import job_from_record, positive_number
 from execution.languages import Runtime, UnknownLanguageError, accepted_names, resolve
 from execution.types import Job, Result, TestResult, Verdict
@@ -518,11 +519,20 @@ class Handler(BaseHTTPRequestHandler):
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             self._send(HTTPStatus.BAD_REQUEST, {"error": f"invalid JSON: {exc}"})
             return
+        except RecursionError:
+            self._send(HTTPStatus.BAD_REQUEST, {"error": "invalid JSON: nested too deeply"})
+            return
         except BadRequest as exc:
             self._send(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
             return
-        except RecursionError:
-            self._send(HTTPStatus.BAD_REQUEST, {"error": "invalid JSON: nested too deeply"})
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            self._send(HTTPStatus.BAD_REQUEST, {"error": f"invalid JSON: {exc}"})
+            return
+        try:
+            # the job's fixed bounds (sizes, counts, numbers) are checked before it is admitted
+            validate_job(prepared.job, self.server.engine.input_limits)
+        except InvalidJob as exc:
+            self._send(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
             return
         if not self.server.admit():
             retry = self.server.retry_after()

@@ -15,10 +15,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
-# Property tests: a fixed, reproducible CI profile (override with HYPOTHESIS_PROFILE).
-settings.register_profile("ci", max_examples=60, derandomize=True, deadline=None)
+# Fuzz tests run a fixed, derandomised set of examples by default (and always in CI), so the
+# suite is fast and repeatable; HYPOTHESIS_PROFILE=dev explores more, with fresh randomness.
+settings.register_profile(
+    "ci",
+    max_examples=100,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 if TYPE_CHECKING:
