@@ -305,8 +305,7 @@ def load_registry(path: Path = REGISTRY_PATH) -> Registry:
     if not isinstance(clusters, dict) or not clusters:
         raise ValueError(f"{path}: needs a [clusters] table (cluster = its runtime)")
     packages = {
-        str(k): _strings(v, f"{path}: [packages] {k}")
-        for k, v in data.get("packages", {}).items()
+        str(k): _strings(v, f"{path}: [packages] {k}") for k, v in data.get("packages", {}).items()
     }
     runtimes: dict[str, Runtime] = {}
     names: dict[str, str] = {}
@@ -358,8 +357,8 @@ def load_registry(path: Path = REGISTRY_PATH) -> Registry:
         for n in (name, *rt.aliases):
             accept(n, name)
     for cluster, default in clusters.items():
-        rt = runtimes.get(default) if isinstance(default, str) else None
-        if rt is None or rt.cluster != cluster:
+        own = runtimes.get(default) if isinstance(default, str) else None
+        if own is None or own.cluster != cluster:
             raise ValueError(
                 f"{path}: [clusters] {cluster!r} = {default!r} is not a runtime of that cluster"
             )

@@ -18,6 +18,7 @@ from utils import languages
 
 _FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([^\n`]*)\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
 
+
 def _tags_for(language: str | None) -> set[str]:
     """The fence tags of a language named by its cluster name or one of its tags
     (`utils/languages.toml`); an unknown name stands for itself."""

@@ -120,7 +120,9 @@ def _unique(values: Iterable[tuple[str, str]], what: str, path: Path) -> None:
     seen: dict[str, str] = {}
     for value, owner in values:
         if value in seen and seen[value] != owner:
-            raise ValueError(f"{path}: {what} {value!r} belongs to both {seen[value]!r} and {owner!r}")
+            raise ValueError(
+                f"{path}: {what} {value!r} belongs to both {seen[value]!r} and {owner!r}"
+            )
         seen[value] = owner
 
 
