@@ -34,7 +34,6 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 REGISTRY_PATH = Path(__file__).with_name("languages.toml")
-CLUSTERS = ("C", "C#", "C++", "Go", "Java", "Javascript", "Kotlin", "PHP", "Python", "Ruby", "Rust")
 
 
 class UnknownLanguageError(ValueError):
@@ -72,7 +71,8 @@ class Runtime:
     version_regex: str = ""
     version_jar: str = ""
     missing_hint: str = ""
-    # the whole registry entry (documentation-only keys such as `memory` and `notes` included):
+    apt: tuple[str, ...] = ()
+    # the whole registry entry (documentation-only keys such as `notes` included):
     # part of the fingerprint, so any edit of the entry invalidates cached verdicts
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -274,6 +274,14 @@ class Registry:
     runtimes: dict[str, Runtime]
     names: dict[str, str]  # normalized name -> runtime name
     display_names: list[str]
+    clusters: dict[str, str]  # cluster -> the runtime its name resolves to, in file order
+    packages: dict[str, tuple[str, ...]]  # purpose -> Debian packages the engine itself needs
+
+    def apt_packages(self) -> list[str]:
+        """Every Debian package of the engine and its runtimes, each once, in file order."""
+        wanted = [p for rt in self.runtimes.values() for p in rt.apt]
+        wanted += [p for pkgs in self.packages.values() for p in pkgs]
+        return list(dict.fromkeys(wanted))
 
     def resolve(self, name: str) -> Runtime:
         key = normalize(name)
@@ -282,15 +290,37 @@ class Registry:
         return self.runtimes[self.names[key]]
 
 
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ValueError(f"{where} must be a list of non-empty strings, got {value!r}")
+    return tuple(value)
+
+
 def load_registry(path: Path = REGISTRY_PATH) -> Registry:
-    """Parse and validate the registry file (duplicate names are an error)."""
+    """Parse and validate the registry file (duplicate names, a runtime of an undeclared
+    cluster, a cluster without its runtime and a runtime without packages are errors)."""
     with open(path, "rb") as f:
         data = tomllib.load(f)
+    clusters = data.get("clusters")
+    if not isinstance(clusters, dict) or not clusters:
+        raise ValueError(f"{path}: needs a [clusters] table (cluster = its runtime)")
+    packages = {
+        str(k): _strings(v, f"{path}: [packages] {k}") for k, v in data.get("packages", {}).items()
+    }
     runtimes: dict[str, Runtime] = {}
     names: dict[str, str] = {}
     display: list[str] = []
+
+    def accept(n: str, name: str) -> None:
+        key = normalize(n)
+        if key in names and names[key] != name:
+            raise ValueError(f"{path}: name {n!r} maps to both {names[key]!r} and {name!r}")
+        if key not in names:
+            display.append(n)
+        names[key] = name
+
     for name, raw in data.get("runtimes", {}).items():
-        for req in ("cluster", "binary", "source", "run"):
+        for req in ("cluster", "binary", "source", "run", "apt"):
             if req not in raw:
                 raise ValueError(f"{path}: runtime {name!r} lacks field {req!r}")
         rt = Runtime(
@@ -313,24 +343,42 @@ def load_registry(path: Path = REGISTRY_PATH) -> Registry:
             version_regex=str(raw.get("version_regex", "")),
             version_jar=str(raw.get("version_jar", "")),
             missing_hint=str(raw.get("missing_hint", "")),
+            apt=_strings(raw["apt"], f"{path}: runtime {name!r} apt"),
             raw=raw,
         )
-        if rt.cluster not in CLUSTERS:
+        if rt.cluster not in clusters:
             raise ValueError(f"{path}: runtime {name!r} has unknown cluster {rt.cluster!r}")
+        if not rt.apt and not rt.missing_hint:
+            raise ValueError(
+                f"{path}: runtime {name!r} has no apt packages: list them, or say in "
+                "missing_hint how to install its toolchain"
+            )
         runtimes[name] = rt
         for n in (name, *rt.aliases):
-            key = normalize(n)
-            if key in names and names[key] != name:
-                raise ValueError(f"{path}: name {n!r} maps to both {names[key]!r} and {name!r}")
-            if key not in names:
-                display.append(n)
-            names[key] = name
-    return Registry(runtimes=runtimes, names=names, display_names=display)
+            accept(n, name)
+    for cluster, default in clusters.items():
+        own = runtimes.get(default) if isinstance(default, str) else None
+        if own is None or own.cluster != cluster:
+            raise ValueError(
+                f"{path}: [clusters] {cluster!r} = {default!r} is not a runtime of that cluster"
+            )
+        accept(cluster, default)
+    return Registry(
+        runtimes=runtimes,
+        names=names,
+        display_names=display,
+        clusters=dict(clusters),
+        packages=packages,
+    )
 
 
 @functools.lru_cache(maxsize=1)
 def registry() -> Registry:
     return load_registry()
+
+
+#: The language clusters, from the registry's [clusters] table.
+CLUSTERS: tuple[str, ...] = tuple(registry().clusters)
 
 
 def resolve(name: str) -> Runtime:
@@ -367,16 +415,6 @@ def java_layout(source: str) -> tuple[str, str]:
     code = _STRINGS.sub('""', _COMMENTS.sub(" ", source))
     m = _JAVA_PACKAGE.search(code)
     return (m.group(1) if m else "", _main_class(code))
-
-
-def java_package(source: str) -> str:
-    """The `package` of a Java source ("" for the default package)."""
-    return java_layout(source)[0]
-
-
-def java_main_class(source: str) -> str:
-    """The class to name the file after and to run (see `java_layout`)."""
-    return java_layout(source)[1]
 
 
 def _main_class(code: str) -> str:

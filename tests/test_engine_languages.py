@@ -12,8 +12,7 @@ from execution import Engine, Job, Result, TestCase, UnknownLanguageError, Verdi
 from execution.languages import (
     CLUSTERS,
     accepted_names,
-    java_main_class,
-    java_package,
+    java_layout,
     normalize,
 )
 from tests.conftest import SHARED_DATA, require, require_runtime
@@ -127,8 +126,11 @@ def test_registry_rejects_duplicate_names(tmp_path: Path) -> None:
 
     bad = tmp_path / "reg.toml"
     bad.write_text(
+        '[clusters]\nC = "A"\n'
         '[runtimes.A]\ncluster="C"\nbinary=["gcc"]\nsource="a.c"\nrun=["./a"]\naliases=["x"]\n'
+        'apt=["gcc"]\n'
         '[runtimes.B]\ncluster="C"\nbinary=["gcc"]\nsource="a.c"\nrun=["./a"]\naliases=["X "]\n'
+        'apt=["gcc"]\n'
     )
     with pytest.raises(ValueError, match="maps to both"):
         load_registry(bad)
@@ -157,8 +159,9 @@ def test_missing_toolchain_is_unavailable_and_infra_error(
 
     reg = tmp_path / "reg.toml"
     reg.write_text(
+        '[clusters]\nC = "Ghost"\n'
         '[runtimes."Ghost"]\ncluster="C"\nbinary=["no-such-compiler-4e1f"]\nsource="a.c"\n'
-        'compile=["{binary}", "a.c"]\nrun=["./a"]\n'
+        'compile=["{binary}", "a.c"]\nrun=["./a"]\napt=["ghost-toolchain"]\n'
     )
     ghost = load_registry(reg).resolve("ghost")
     assert not ghost.available
@@ -169,14 +172,14 @@ def test_missing_toolchain_is_unavailable_and_infra_error(
     assert "unavailable" in result.detail
 
 
-def test_java_main_class_detection() -> None:
-    assert java_main_class("public class Foo { public static void main(String[] a) {} }") == "Foo"
+def test_java_layout_detection() -> None:
+    assert java_layout("public class Foo { public static void main(String[] a) {} }") == ("", "Foo")
     src = "class Helper {}\nclass Sol { public static void main(String[] a) {} }\n"
-    assert java_main_class(src) == "Sol"
-    assert java_main_class("// public class Nope\nclass A {}") == "A"
-    assert java_main_class("") == "Main"
-    assert java_package("package a.b;\npublic class C {}") == "a.b"
-    assert java_package("// package x;\nclass C {}") == ""
+    assert java_layout(src) == ("", "Sol")
+    assert java_layout("// public class Nope\nclass A {}") == ("", "A")
+    assert java_layout("") == ("", "Main")
+    assert java_layout("package a.b;\npublic class C {}") == ("a.b", "C")
+    assert java_layout("// package x;\nclass C {}") == ("", "C")
 
 
 def test_java_in_a_package_runs() -> None:

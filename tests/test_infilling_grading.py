@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from execution.repo_tests import RepoTestJob, local
+from execution.repo_tests.log_parsers import MISSING, parse_pytest
 from execution.repo_tests.patching import apply_patch, file_diff, scratch_copy
-from execution.test_log_parsers import MISSING, parse_pytest
 from lm_eval_tasks.code_infilling import data, stitch
 from lm_eval_tasks.code_infilling.grading import (
     GradingSettings,

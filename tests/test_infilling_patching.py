@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from execution.repo_tests import RepoTestJob, local
+from execution.repo_tests.in_sandbox import TEST_LIMITS
 from execution.repo_tests.patching import apply_patch, file_diff, split_lines, touched_files
-from execution.repo_tests.runner import TEST_LIMITS
 from lm_eval_tasks.code_infilling import stitch
 from tests.conftest import require_binary
 from tests.infilling_support import git

@@ -67,7 +67,7 @@ def test_wheel_ships_task_files(wheel: Path) -> None:
     }
     assert expected, "no task files found"
     assert expected <= shipped, f"missing from the wheel: {sorted(expected - shipped)[:10]}"
-    assert {"execution/languages.toml", "execution/launcher.c"} <= shipped
+    assert {"execution/languages.toml", "execution/launcher.c", "utils/languages.toml"} <= shipped
 
 
 def test_tasks_load_from_a_non_editable_install(wheel: Path, tmp_path: Path) -> None:

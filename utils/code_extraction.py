@@ -14,32 +14,19 @@ from __future__ import annotations
 
 import re
 
-_FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([^\n`]*)\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
+from utils import languages
 
-# Fence tags people use for each language, lower-case.
-_TAGS: dict[str, set[str]] = {
-    "c": {"c", "h"},
-    "c++": {"cpp", "c++", "cc", "cxx", "hpp"},
-    "c#": {"cs", "csharp", "c#"},
-    "go": {"go", "golang"},
-    "java": {"java"},
-    "javascript": {"js", "javascript", "node", "nodejs"},
-    "kotlin": {"kotlin", "kt", "kts"},
-    "php": {"php"},
-    "python": {"python", "py", "python3", "pypy"},
-    "ruby": {"ruby", "rb"},
-    "rust": {"rust", "rs"},
-}
+_FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([^\n`]*)\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
 
 
 def _tags_for(language: str | None) -> set[str]:
+    """The fence tags of a language named by its cluster name or one of its tags
+    (`utils/languages.toml`); an unknown name stands for itself."""
     if not language:
         return set()
     key = language.strip().lower()
-    for name, tags in _TAGS.items():
-        if key == name or key in tags:
-            return tags
-    return {key}
+    known = languages.for_tag(key)
+    return set(known.fence_tags) if known else {key}
 
 
 def fenced_blocks(text: str) -> list[tuple[str, str]]:

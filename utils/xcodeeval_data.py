@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from execution.languages import CLUSTERS, resolve
-from utils import datafiles, download
+from utils import datafiles, download, languages
 from utils.errors import DataError
 from utils.settings import as_bool, choice, lookup
 
@@ -36,19 +36,7 @@ HUB_REPO = "NTU-NLP-sg/xCodeEval"
 SPLITS = ("validation", "test")
 
 # Task-name suffix -> cluster (a cluster's own runtime is `execution.resolve(cluster)`).
-SLUGS: dict[str, str] = {
-    "c": "C",
-    "cpp": "C++",
-    "csharp": "C#",
-    "go": "Go",
-    "java": "Java",
-    "javascript": "Javascript",
-    "kotlin": "Kotlin",
-    "php": "PHP",
-    "python": "Python",
-    "ruby": "Ruby",
-    "rust": "Rust",
-}
+SLUGS: dict[str, str] = languages.xcodeeval_slugs()
 
 PROBLEMS_FILE = "problem_descriptions.jsonl"
 UNITTESTS_FILE = "unittest_db.json"

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from execution.limits import Limits
+from execution.repo_tests.in_sandbox import TEST_LIMITS, run_tests
+from execution.repo_tests.log_parsers import get_parser
 from execution.repo_tests.model import (
     LOG_TAIL,
     RepoTestJob,
@@ -29,10 +31,8 @@ from execution.repo_tests.model import (
     decide,
 )
 from execution.repo_tests.patching import apply_patch, has_commit, scratch_copy, touched_files
-from execution.repo_tests.runner import TEST_LIMITS, run_tests
 from execution.repo_tests.signed_report import ReportChannel, verify
 from execution.sandbox import CommandOutcome, SandboxError
-from execution.test_log_parsers import get_parser
 
 DEFAULT_TEST_CMD = "python -m pytest -rA"
 

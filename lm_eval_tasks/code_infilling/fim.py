@@ -2,8 +2,8 @@
 
 A format is data (see `fim_formats.json` beside this module, or a user's JSON object with the
 same fields): a `template` with the placeholders `{repo} {file_path} {language} {language_tag}
-{context} {prefix} {suffix}`, a `context_item` rendered once per repository snippet
-(`{file_path} {content} {language} {language_tag}`), an optional `context_intro` written before
+{comment} {context} {prefix} {suffix}`, a `context_item` rendered once per repository snippet
+(`{file_path} {content} {language} {language_tag} {comment}`), an optional `context_intro` written before
 the snippets when there are any, the `sentinels` the template must contain literally, the
 `stop` strings that end a generation, and `chat: true` for instruction prompts whose answer is
 the code block of the reply.
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from utils import languages
 from utils.code_extraction import extract_code
 
 FORMATS_FILE = Path(__file__).resolve().parent / "fim_formats.json"
@@ -41,28 +42,15 @@ DEFAULT_MAX_PROMPT_TOKENS = 4_096
 PREFIX_SHARE = 0.5
 SUFFIX_SHARE = 0.25
 
-_TEMPLATE_FIELDS = {"repo", "file_path", "language", "language_tag", "context", "prefix", "suffix"}
-_ITEM_FIELDS = {"file_path", "content", "language", "language_tag"}
+_TEMPLATE_FIELDS = {
+    *("repo", "file_path", "language", "language_tag", "comment", "context", "prefix", "suffix")
+}
+_ITEM_FIELDS = {"file_path", "content", "language", "language_tag", "comment"}
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
-# File extension -> (language name for prose, Markdown fence tag).
-_LANGUAGES = {
-    ".py": ("Python", "python"),
-    ".pyi": ("Python", "python"),
-    ".js": ("JavaScript", "javascript"),
-    ".ts": ("TypeScript", "typescript"),
-    ".java": ("Java", "java"),
-    ".go": ("Go", "go"),
-    ".rs": ("Rust", "rust"),
-    ".rb": ("Ruby", "ruby"),
-    ".php": ("PHP", "php"),
-    ".c": ("C", "c"),
-    ".h": ("C", "c"),
-    ".cpp": ("C++", "cpp"),
-    ".cc": ("C++", "cpp"),
-    ".cs": ("C#", "csharp"),
-    ".kt": ("Kotlin", "kotlin"),
-}
+#: What a file of an unknown language is called, fenced and commented with (the line comment of
+#: Python, the infilling data's language, keeps the prompts of such files as they always were).
+UNKNOWN_LANGUAGE = ("source", "", "#")
 
 
 class FormatError(ValueError):
@@ -194,9 +182,11 @@ def load_format(spec: str | Mapping[str, Any]) -> FimFormat:
     )
 
 
-def language_of(file_path: str) -> tuple[str, str]:
-    """(prose name, fence tag) of a file's language from its extension; generic when unknown."""
-    return _LANGUAGES.get(Path(file_path).suffix.lower(), ("source", ""))
+def language_of(file_path: str) -> tuple[str, str, str]:
+    """(prose name, fence tag, line-comment opener) of a file's language from its extension
+    (`utils/languages.toml`); `UNKNOWN_LANGUAGE` when the extension is not in the table."""
+    lang = languages.for_path(file_path)
+    return (lang.name, lang.fence, lang.comment) if lang else UNKNOWN_LANGUAGE
 
 
 def _fill(template: str, values: Mapping[str, str]) -> str:
@@ -295,15 +285,21 @@ def keep_head(text: str, cap: float, measure: Callable[[str], int]) -> str:
 
 
 def _values(repo: str, file_path: str) -> dict[str, str]:
-    language, tag = language_of(file_path)
-    return {"repo": repo, "file_path": file_path, "language": language, "language_tag": tag}
+    language, tag, comment = language_of(file_path)
+    return {
+        "repo": repo,
+        "file_path": file_path,
+        "language": language,
+        "language_tag": tag,
+        "comment": comment,
+    }
 
 
 def render_context(fmt: FimFormat, snippets: Sequence[Snippet], file_path: str) -> str:
     """The context block for already chosen snippets, written worst-ranked first."""
     if not snippets or not fmt.context_item:
         return ""
-    language, tag = language_of(file_path)
+    language, tag, comment = language_of(file_path)
     items = [
         _fill(
             fmt.context_item,
@@ -312,6 +308,7 @@ def render_context(fmt: FimFormat, snippets: Sequence[Snippet], file_path: str) 
                 "content": s.content,
                 "language": language,
                 "language_tag": tag,
+                "comment": comment,
             },
         )
         for s in sorted(snippets, key=lambda s: s.rank, reverse=True)
@@ -413,7 +410,7 @@ def clean_generation(
             text = text[:at]
     if not fmt.chat:
         return text
-    _, tag = language_of(file_path)
+    _, tag, _ = language_of(file_path)
     text = extract_code(text, tag or None)
     last_line = prefix[prefix.rfind("\n") + 1 :]
     at_line_start = last_line.strip() == ""

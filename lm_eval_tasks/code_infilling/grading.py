@@ -127,8 +127,8 @@ def job_for(doc: Mapping[str, Any], middle: str) -> RepoTestJob:
 
 
 def _local_config(settings: GradingSettings) -> Any:
+    from execution.repo_tests.in_sandbox import TEST_LIMITS
     from execution.repo_tests.local import LocalConfig
-    from execution.repo_tests.runner import TEST_LIMITS
 
     limits = TEST_LIMITS.scaled(
         cpu_s=settings.test_cpu_s, wall_s=settings.test_wall_s, memory_mb=settings.test_memory_mb
