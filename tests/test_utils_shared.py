@@ -1,4 +1,5 @@
-"""The shared helpers every benchmark relies on: pass@k, code extraction, settings, downloads."""
+"""The shared helpers every benchmark relies on: metrics, judging, code extraction, settings,
+downloads."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from utils import download
 from utils.code_extraction import extract_code
 from utils.errors import DataError
-from utils.passk import mean_pass_at_k, pass_at_k
+from utils.judging import CaseBuilder, Program
+from utils.metrics import pass_at_k, passk_from_verdicts
 from utils.settings import as_bool, lookup
 
 
@@ -42,9 +44,24 @@ def test_pass_at_k_rejects_k_larger_than_n() -> None:
         pass_at_k(3, 4, 1)
 
 
-def test_mean_pass_at_k_omits_unestimable_k() -> None:
-    table = mean_pass_at_k([[True, False], [False, False]], ks=[1, 2, 5])
-    assert table == {"pass@1": pytest.approx(0.25), "pass@2": pytest.approx(0.5)}
+def test_passk_from_verdicts_leaves_engine_failures_out_and_gives_nan_below_k() -> None:
+    verdicts = ["PASSED", "WRONG_ANSWER", "INFRA_ERROR", "TIME_LIMIT_EXCEEDED"]
+    table = passk_from_verdicts(verdicts, [1, 3, 4])
+    assert table["pass@1"] == pytest.approx(1 / 3)  # 3 judged samples, 1 correct
+    assert table["pass@3"] == 1.0
+    assert math.isnan(table["pass@4"])  # only 3 judged samples: not estimated
+
+
+def test_a_program_to_judge_is_the_engines_job_and_shares_its_test_cases() -> None:
+    from execution.types import Job
+
+    assert Program is Job
+    cases = CaseBuilder()
+    tests = [{"input": "1\n", "output": ["2"]}]
+    first = cases(tests)
+    assert first is cases(tests)  # one problem's samples share one tuple of cases
+    assert first[0].input == "1\n" and first[0].output == ("2",)
+    assert cases([dict(t) for t in tests]) is not first  # another list: its own cases
 
 
 def test_extract_code_prefers_block_in_wanted_language() -> None:

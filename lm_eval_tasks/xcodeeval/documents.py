@@ -3,7 +3,7 @@
 A document is a flat dict: the fields the YAML prompt templates use, the gold answer, and for
 execution tasks what the judging filter needs to find the tests again (data source, test kind,
 limits) without copying hidden tests into logged samples. Rows that could not be joined are
-counted by `utils.xcodeeval_data.JoinReport`; the count travels in `_unscored_rows` (and, for rows
+counted by `lm_eval_tasks.xcodeeval.data.JoinReport`; the count travels in `_unscored_rows` (and, for rows
 whose own runtime is unavailable here, `_unavailable_runtime_rows`) so that it is reported as a
 metric next to the score.
 """
@@ -19,11 +19,11 @@ from typing import Any
 import datasets
 
 from execution.languages import resolve
+from lm_eval_tasks.xcodeeval import data as xd
+from lm_eval_tasks.xcodeeval.judging import settings_from
 from utils import datafiles
-from utils import xcodeeval_data as xd
 from utils.errors import DataError
 from utils.settings import lookup
-from utils.xcodeeval_exec import settings_from
 
 log = logging.getLogger("xcodeeval")
 

@@ -1,35 +1,23 @@
-"""Running xCodeEval candidate programs through the execution engine, as one batch.
+"""How xCodeEval judges candidate programs: its limits, comparator and cache choices.
 
-Both the lm-eval tasks (in their judging filter) and `python -m utils.xcodeeval_score` come here,
-so limits, comparator choice and verdict bookkeeping exist once. Every call is a single
-`Engine.judge_many` over all programs of a task run: the engine parallelises, de-duplicates and
-caches; the tasks never judge document by document.
+Both the lm-eval tasks (in their judging filter) and the scoring CLI
+(`python -m lm_eval_tasks.xcodeeval.score`) come here, so the choice between our comparator with
+the problem's limits and ExecEval's exists once; the batch itself is `utils.judging`'s.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from execution.types import TestCase
+from utils.judging import Program, judge_programs
 from utils.settings import FALSE_WORDS, as_bool, as_int, lookup
 
 log = logging.getLogger("xcodeeval")
-
-
-@dataclass(frozen=True)
-class Program:
-    """One candidate program and the problem it must solve."""
-
-    language: str  # any name the engine accepts (xCodeEval `lang` or cluster)
-    source_code: str
-    tests: Sequence[Mapping[str, Any]]  # [{"input": str, "output": [str, ...]}]
-    time_limit_s: float  # the problem's own limit; the engine applies the runtime factor
-    memory_limit_mb: int
-    key: str = ""
 
 
 # ExecEval's limits when a request names none (the xCodeEval scripts never do): its default
@@ -59,11 +47,35 @@ class ExecSettings:
     def comparator(self) -> str:
         return "execeval" if self.execeval_compat else "default"
 
-    def limits(self, program: Program) -> tuple[float, int]:
-        """(time limit before the runtime factor, memory limit in MB) of one program's job."""
+    def limits(self, time_limit_s: float, memory_limit_mb: int) -> tuple[float, int]:
+        """(time limit before the runtime factor, memory limit in MB) of a job for a problem
+        with the given limits."""
         if self.execeval_compat:
             return EXECEVAL_TIME_LIMIT_S, EXECEVAL_MEMORY_MB
-        return program.time_limit_s, program.memory_limit_mb
+        return time_limit_s, memory_limit_mb
+
+    def program(
+        self,
+        language: str,
+        source_code: str,
+        tests: tuple[TestCase, ...],
+        time_limit_s: float,
+        memory_limit_mb: int,
+        key: str,
+    ) -> Program:
+        """The engine job of one candidate for a problem with the given limits: limits and
+        comparator as chosen here, tests run until the first failure (as ExecEval does)."""
+        time_s, memory_mb = self.limits(time_limit_s, memory_limit_mb)
+        return Program(
+            language=language,
+            source_code=source_code,
+            tests=tests,
+            time_limit_s=time_s,
+            memory_limit_mb=memory_mb,
+            stop_on_first_fail=True,
+            comparator=self.comparator,
+            id=key,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,105 +114,25 @@ def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:
     )
 
 
-def _record(result: Any) -> dict[str, Any]:
-    """The part of an engine Result worth keeping in logged samples."""
-    failed = next((i for i, t in enumerate(result.tests) if str(t.verdict) != "PASSED"), None)
-    detail = result.detail
-    stderr = ""
-    if failed is not None:
-        t = result.tests[failed]
-        detail = detail or t.detail or (f"signal {t.signal}" if t.signal else "")
-        stderr = t.stderr
-    if str(result.verdict) == "COMPILATION_ERROR" and result.compile is not None:
-        detail = detail or result.compile.detail
-        stderr = result.compile.stderr or result.compile.stdout
-    return {
-        "verdict": str(result.verdict),
-        "failed_test": failed,
-        "tests_run": len(result.tests),
-        "detail": detail[:500],
-        "stderr": stderr[-500:],
-        "runtime": {k: result.runtime[k] for k in ("name", "version") if k in result.runtime},
-    }
-
-
-def judge_programs(
+def judge(
     programs: Sequence[Program],
     settings: ExecSettings,
     label: str = "xcodeeval",
     progress: Callable[..., Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Verdict records ({verdict, failed_test, tests_run, detail, stderr, runtime}), input order."""
-    if not programs:
-        return []
-    from execution import Engine
-    from execution.types import Job, TestCase
-
-    test_cache: dict[int, tuple[TestCase, ...]] = {}
-
-    def cases(tests: Sequence[Mapping[str, Any]]) -> tuple[TestCase, ...]:
-        key = id(tests)  # the same problem's tests are shared by all its samples
-        if key not in test_cache:
-            test_cache[key] = tuple(TestCase.from_dict(dict(t)) for t in tests)
-        return test_cache[key]
-
-    jobs = []
-    for i, p in enumerate(programs):
-        time_limit_s, memory_limit_mb = settings.limits(p)
-        jobs.append(
-            Job(
-                language=p.language,
-                source_code=p.source_code,
-                tests=cases(p.tests),
-                time_limit_s=time_limit_s,
-                memory_limit_mb=memory_limit_mb,
-                stop_on_first_fail=True,
-                comparator=settings.comparator,
-                id=p.key or str(i),
-            )
-        )
-    engine = Engine(
-        workers=settings.workers, cache=settings.engine_cache(), comparator=settings.comparator
-    )
-    bar = None
-    if progress is None:
-        from execution.progress import Progress
-
-        bar = Progress(len(jobs), desc=f"judging {label}")
-        progress = lambda done, total: bar.update(done)  # noqa: E731
-    try:
-        results = engine.judge_many(jobs, progress=progress)
-    finally:
-        if bar is not None:
-            bar.close()
-    if len(results) != len(jobs):
-        raise RuntimeError(f"engine returned {len(results)} results for {len(jobs)} jobs")
-    records = [
-        {**_record(r), "limits": {"time_s": j.time_limit_s, "memory_mb": j.memory_limit_mb}}
-        for r, j in zip(results, jobs, strict=True)
-    ]
-    counts = Counter(r["verdict"] for r in records)
-    summary = ", ".join(f"{v} {n}" for v, n in counts.most_common())
-    log.info(
-        "%s: judged %d programs (%s comparator, %s): %s",
-        label,
-        len(records),
-        settings.comparator,
-        (
+    """Verdict records ({verdict, failed_test, tests_run, detail, stderr, runtime, limits}) of
+    `programs` (built by `ExecSettings.program`), in input order, from one engine batch."""
+    return judge_programs(
+        programs,
+        workers=settings.workers,
+        cache=settings.engine_cache(),
+        comparator=settings.comparator,
+        label=label,
+        limits_note=(
             f"ExecEval limits {EXECEVAL_TIME_LIMIT_S:g} s x runtime factor, {EXECEVAL_MEMORY_MB} MB"
             if settings.execeval_compat
             else "problem limits x runtime factor"
         ),
-        summary,
+        progress=progress,
+        logger=log,
     )
-    if counts.get("INFRA_ERROR"):
-        examples = sorted({r["detail"] for r in records if r["verdict"] == "INFRA_ERROR"})[:3]
-        log.error(
-            "%s: %d of %d programs hit an ENGINE failure (INFRA_ERROR), not counted as model "
-            "failures; affected problems report NaN when fewer than k samples remain. Causes: %s",
-            label,
-            counts["INFRA_ERROR"],
-            len(records),
-            "; ".join(examples) or "unknown",
-        )
-    return records

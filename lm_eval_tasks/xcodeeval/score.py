@@ -1,7 +1,7 @@
 """Score xCodeEval programs generated elsewhere: pass@k per language and the unweighted mean.
 
-    python -m utils.xcodeeval_score PREDICTIONS.jsonl [--data-dir DIR] [--split validation|test]
-                                    [--k 1 5 10] [--json] [--sample-tests] [--execeval-compat]
+    python -m lm_eval_tasks.xcodeeval.score PREDICTIONS.jsonl [--data-dir DIR]
+        [--split validation|test] [--k 1 5 10] [--json] [--sample-tests] [--execeval-compat]
 
 Each input line is `{"src_uid", "lang" or "lang_cluster", "source_code"}`; several lines for one
 problem and language are several samples of it. `lang` (e.g. "GNU C++17") picks the runtime;
@@ -28,18 +28,19 @@ from pathlib import Path
 from typing import Any
 
 from execution.languages import resolve
+from lm_eval_tasks.xcodeeval import data as xd
+from lm_eval_tasks.xcodeeval.judging import ExecSettings, judge
+from lm_eval_tasks.xcodeeval.metrics import DEFAULT_KS, language_table
 from utils import datafiles
-from utils import xcodeeval_data as xd
 from utils.errors import DataError
-from utils.xcodeeval_exec import ExecSettings, Program, judge_programs
-from utils.xcodeeval_metrics import DEFAULT_KS, language_table
+from utils.judging import CaseBuilder, Program
 
 NEEDED_BY = "xcodeeval_score"
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="python -m utils.xcodeeval_score", description=__doc__.split("\n\n")[0]
+        prog="python -m lm_eval_tasks.xcodeeval.score", description=__doc__.split("\n\n")[0]
     )
     p.add_argument(
         "predictions", type=Path, help="JSONL of {src_uid, lang|lang_cluster, source_code}"
@@ -104,6 +105,10 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
     problems = xd.load_problems(source, NEEDED_BY)
     unittests = xd.unittests_for(source, NEEDED_BY)
 
+    settings = ExecSettings(
+        args.execeval_compat, args.workers, None if args.no_cache else "default"
+    )
+    cases = CaseBuilder()
     programs: list[Program] = []
     owners: list[tuple[str, str]] = []  # (cluster, src_uid) of each program
     report = xd.JoinReport(
@@ -135,10 +140,10 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
             report.missing_tests.append(uid)
             continue
         programs.append(
-            Program(
+            settings.program(
                 runtime,
                 str(code),
-                tests,
+                cases(tests),
                 problem.time_limit_s,
                 problem.memory_limit_mb,
                 key=f"{uid}#{lineno}",
@@ -147,10 +152,7 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
         owners.append((cluster, uid))
 
     report.log()
-    settings = ExecSettings(
-        args.execeval_compat, args.workers, None if args.no_cache else "default"
-    )
-    records = judge_programs(programs, settings, NEEDED_BY)
+    records = judge(programs, settings, NEEDED_BY)
     verdicts: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for (cluster, uid), rec in zip(owners, records, strict=True):
         verdicts[cluster][uid].append(rec["verdict"])
