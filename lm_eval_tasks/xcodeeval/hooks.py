@@ -28,6 +28,7 @@ from utils.metrics import (
     passk_from_verdicts,
     rank_of_positive,
 )
+from utils.settings import regroup
 
 log = logging.getLogger("xcodeeval")
 
@@ -52,9 +53,9 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]])
     if not docs:
         return []
     tasks = {d["_task"] for d in docs}
-    exec_settings = {d["_exec"] for d in docs}
+    groups = regroup(docs, "_exec", ExecSettings.thaw)
     sources = {d["_data"] for d in docs}
-    if len(tasks) != 1 or len(exec_settings) != 1 or len(sources) != 1:
+    if len(tasks) != 1 or len(groups) != 1 or len(sources) != 1:
         raise RuntimeError(
             f"one judging batch must hold one task, one setting and one data source, "
             f"got {sorted(tasks)}"
@@ -63,7 +64,7 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]])
     if docs[0]["_tests"] == "sample":
         log.warning("%s: %s", task, xd.SAMPLE_TESTS_WARNING)
     unittests = xd.unittests_for(xd.DataSource.from_ref(docs[0]["_data"]), task)
-    settings = ExecSettings.from_dict(json.loads(docs[0]["_exec"]))
+    settings = groups[0][0]
     cases = CaseBuilder()
     programs: list[Program] = []
     codes: list[list[str]] = []

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from execution.types import TestCase
+from lm_eval_tasks.xcodeeval import settings as xs
 from utils.judging import Program, judge_programs
-from utils.settings import FALSE_WORDS, as_bool, as_int, lookup
+from utils.settings import Frozen, parse_settings
 
 log = logging.getLogger("xcodeeval")
 
@@ -28,7 +29,7 @@ EXECEVAL_MEMORY_MB = 2048
 
 
 @dataclass(frozen=True)
-class ExecSettings:
+class ExecSettings(Frozen):
     """How programs are judged.
 
     Default: our comparator, and the problem's own time and memory limits (the engine multiplies
@@ -77,13 +78,6 @@ class ExecSettings:
             id=key,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> ExecSettings:
-        return cls(**raw)
-
     def engine_cache(self) -> Path | None:
         if self.cache is None:
             return None
@@ -97,20 +91,9 @@ class ExecSettings:
 def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:
     """`xcodeeval_execeval_compat`, `xcodeeval_workers` and `xcodeeval_exec_cache` (a directory,
     or `none` to judge everything afresh) from metadata or the environment."""
-    compat = as_bool(
-        lookup(kwargs, "xcodeeval_execeval_compat", env="XCODEEVAL_EXECEVAL_COMPAT", default=False),
-        "xcodeeval_execeval_compat",
-    )
-    workers = lookup(kwargs, "xcodeeval_workers", env="XCODEEVAL_WORKERS")
-    cache = lookup(kwargs, "xcodeeval_exec_cache", env="XCODEEVAL_EXEC_CACHE", default="default")
-    if str(cache).strip().lower() in {"none", *FALSE_WORDS}:
-        cache = None
+    values = parse_settings((xs.EXECEVAL_COMPAT, xs.WORKERS, xs.EXEC_CACHE), kwargs)
     return ExecSettings(
-        compat,
-        None
-        if workers in (None, "")
-        else as_int(workers, "xcodeeval_workers", env="XCODEEVAL_WORKERS", minimum=1),
-        cache,
+        values[xs.EXECEVAL_COMPAT.key], values[xs.WORKERS.key], values[xs.EXEC_CACHE.key]
     )
 
 
