@@ -13,16 +13,18 @@ SPLIT = Setting(
     "xcodeeval_split",
     "choice",
     "test",
-    "`validation` or `test` (retrieval tasks default to `validation`)",
+    "`validation` or `test`",
     env="XCODEEVAL_SPLIT",
     choices=SPLITS,
+    default_doc="`test` (`validation` for retrieval)",
 )
 DATA_DIR = Setting(
     "xcodeeval_data_dir",
     "text",
     None,
-    "local copy of the Hub repository's files (default: the Hub)",
+    "local copy of the repository",
     env="XCODEEVAL_DATA",
+    default_doc="Hub",
 )
 SAMPLE_TESTS = Setting(
     "xcodeeval_sample_tests",
@@ -35,7 +37,7 @@ EXECEVAL_COMPAT = Setting(
     "xcodeeval_execeval_compat",
     "bool",
     False,
-    "ExecEval's output comparison and limits, for numbers comparable with the paper",
+    "ExecEval's output comparison and limits, for numbers comparable with the paper (see below)",
     env="XCODEEVAL_EXECEVAL_COMPAT",
 )
 WORKERS = Setting(
