@@ -186,14 +186,6 @@ def parse_settings(
     return out
 
 
-def declaration(declarations: Sequence[Setting], key: str) -> Setting:
-    """The declaration of `key` (a KeyError names it if it is not declared)."""
-    for setting in declarations:
-        if setting.key == key:
-            return setting
-    raise KeyError(f"setting {key!r} is not declared")
-
-
 def render_table(declarations: Sequence[Setting]) -> str:
     """The README table of `declarations` (Markdown), one row per setting."""
 
