@@ -1,7 +1,7 @@
 """ExecEval drop-in check: the 848 shared ChatGPT programs through our server in ExecEval mode.
 
 Starts `serve --mode execeval` in this process on 127.0.0.1 (or uses `--url`), then runs the
-logic of ExecEval's `eval_passk.py` (`utils/execeval_client.py`: the same requests, field for
+logic of ExecEval's `eval_passk.py` (`lm_eval_tasks/xcodeeval/execeval_client.py`: the same requests, field for
 field, with the authors' per-language limits) on `../shared/data/xcodeeval_chatgpt_direct/
 predictions.jsonl` with the public sample tests of the 106 problems, and prints per language the
 programs passing next to ExecEval's own figures on the same programs and tests, the outcome counts,
@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from execution.server import make_server
-from utils.execeval_client import ExecEvalClient, evaluate, shared_samples
+from lm_eval_tasks.xcodeeval.execeval_client import ExecEvalClient, evaluate, shared_samples
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 #: programs passing the sample tests when ExecEval itself judged them (the issue's figures)

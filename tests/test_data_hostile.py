@@ -17,10 +17,10 @@ import pytest
 
 from lm_eval_tasks.clozetest_maxmin import data as cloze
 from lm_eval_tasks.code_infilling import data as infill
-from lm_eval_tasks.xcodeeval import docs as xdocs
+from lm_eval_tasks.xcodeeval import data as xd
+from lm_eval_tasks.xcodeeval import documents as xdocs
 from tests.xcodeeval_support import FIXTURES
 from utils import datafiles
-from utils import xcodeeval_data as xd
 from utils.errors import DataError
 
 INFILL_ROWS = Path(__file__).parent / "fixtures" / "infilling" / "rows.jsonl"

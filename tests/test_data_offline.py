@@ -18,16 +18,16 @@ import pytest
 
 from lm_eval_tasks.clozetest_maxmin import data as cloze
 from lm_eval_tasks.code_infilling import data as infill
-from lm_eval_tasks.code_infilling.docs import build_docs as infill_docs
+from lm_eval_tasks.code_infilling.documents import build_docs as infill_docs
 from lm_eval_tasks.code_infilling.grading import GradingSettings
-from lm_eval_tasks.xcodeeval import docs as xdocs
+from lm_eval_tasks.xcodeeval import data as xd
+from lm_eval_tasks.xcodeeval import documents as xdocs
+from lm_eval_tasks.xcodeeval.judging import settings_from
 from tests.conftest import serve_hub
 from tests.xcodeeval_support import FIXTURES
 from utils import download
-from utils import xcodeeval_data as xd
 from utils.errors import DataError
 from utils.settings import as_float, as_int, choice
-from utils.xcodeeval_exec import settings_from
 
 
 def _closed_port_url(path: str) -> str:

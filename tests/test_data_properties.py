@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from lm_eval_tasks.clozetest_maxmin import data as cloze
 from lm_eval_tasks.code_infilling import data as infill
+from lm_eval_tasks.xcodeeval import data as xd
 from utils import datafiles
-from utils import xcodeeval_data as xd
 from utils.errors import DataError
 
 JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)

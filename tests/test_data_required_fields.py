@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from lm_eval_tasks.code_infilling import data as infill
-from lm_eval_tasks.xcodeeval import docs as xdocs
+from lm_eval_tasks.xcodeeval import data as xd
+from lm_eval_tasks.xcodeeval import documents as xdocs
+from lm_eval_tasks.xcodeeval import score as xcodeeval_score
 from tests.xcodeeval_support import FIXTURES
-from utils import xcodeeval_data as xd
-from utils import xcodeeval_score
 from utils.errors import DataError
 
 INFILL_ROWS = Path(__file__).parent / "fixtures" / "infilling" / "rows.jsonl"

@@ -1,5 +1,5 @@
 """ExecEval drop-in: the server's `execeval` mode against ExecEval's documented behaviour, and the
-authors' `eval_passk.py` protocol (our own client, `utils/execeval_client.py`) on real programs."""
+authors' `eval_passk.py` protocol (our own client, `lm_eval_tasks/xcodeeval/execeval_client.py`) on real programs."""
 
 from __future__ import annotations
 
@@ -24,8 +24,7 @@ from execution.execeval_compat import (
 from execution.languages import resolve
 from execution.server import ExecServer, make_server
 from execution.types import Verdict
-from tests.conftest import require_runtime
-from utils.execeval_client import (
+from lm_eval_tasks.xcodeeval.execeval_client import (
     CLUSTER_RUNTIME,
     LIMITS_BY_LANG,
     OUTCOMES,
@@ -33,6 +32,7 @@ from utils.execeval_client import (
     evaluate,
     shared_samples,
 )
+from tests.conftest import require_runtime
 
 TESTS = [
     {"input": "1 2\n", "output": ["3"]},

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lm_eval_tasks.code_infilling import data
-from lm_eval_tasks.code_infilling.docs import build_docs
+from lm_eval_tasks.code_infilling.documents import build_docs
 from tests.conftest import serve_hub, write_jsonl
 from tests.infilling_support import ROWS_FILE, load_rows
 from utils.errors import DataError

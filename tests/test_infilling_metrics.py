@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lm_eval_tasks.code_infilling import utils as task_utils
-from utils.text_similarity import edit_similarity, exact_match, levenshtein
+from utils.metrics import edit_similarity, exact_match, levenshtein
 
 
 def _table(a: str, b: str) -> int:

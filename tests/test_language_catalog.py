@@ -218,7 +218,7 @@ _PROBE = textwrap.dedent(
     from execution import languages as engine, toolchains
     from utils import languages
     from utils.code_extraction import extract_code
-    from utils.xcodeeval_data import SLUGS
+    from lm_eval_tasks.xcodeeval.data import SLUGS
     from lm_eval_tasks.code_infilling import fim
     from lm_eval_tasks.xcodeeval import _generate_configs
 

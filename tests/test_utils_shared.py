@@ -1,4 +1,5 @@
-"""The shared helpers every benchmark relies on: pass@k, code extraction, settings, downloads."""
+"""The shared helpers every benchmark relies on: metrics, judging, code extraction, settings,
+downloads."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import pytest
 from utils import download
 from utils.code_extraction import extract_code
 from utils.errors import DataError
-from utils.passk import mean_pass_at_k, pass_at_k
-from utils.settings import as_bool, lookup
+from utils.judging import CaseBuilder, Program
+from utils.metrics import pass_at_k, passk_from_verdicts
+from utils.settings import Frozen, Setting, as_bool, lookup, parse_settings, regroup
 
 
 def _pass_at_k_by_enumeration(n: int, c: int, k: int) -> float:
@@ -42,9 +44,24 @@ def test_pass_at_k_rejects_k_larger_than_n() -> None:
         pass_at_k(3, 4, 1)
 
 
-def test_mean_pass_at_k_omits_unestimable_k() -> None:
-    table = mean_pass_at_k([[True, False], [False, False]], ks=[1, 2, 5])
-    assert table == {"pass@1": pytest.approx(0.25), "pass@2": pytest.approx(0.5)}
+def test_passk_from_verdicts_leaves_engine_failures_out_and_gives_nan_below_k() -> None:
+    verdicts = ["PASSED", "WRONG_ANSWER", "INFRA_ERROR", "TIME_LIMIT_EXCEEDED"]
+    table = passk_from_verdicts(verdicts, [1, 3, 4])
+    assert table["pass@1"] == pytest.approx(1 / 3)  # 3 judged samples, 1 correct
+    assert table["pass@3"] == 1.0
+    assert math.isnan(table["pass@4"])  # only 3 judged samples: not estimated
+
+
+def test_a_program_to_judge_is_the_engines_job_and_shares_its_test_cases() -> None:
+    from execution.types import Job
+
+    assert Program is Job
+    cases = CaseBuilder()
+    tests = [{"input": "1\n", "output": ["2"]}]
+    first = cases(tests)
+    assert first is cases(tests)  # one problem's samples share one tuple of cases
+    assert first[0].input == "1\n" and first[0].output == ("2",)
+    assert cases([dict(t) for t in tests]) is not first  # another list: its own cases
 
 
 def test_extract_code_prefers_block_in_wanted_language() -> None:
@@ -85,6 +102,99 @@ def test_as_bool() -> None:
     assert as_bool("1", "x") is True and as_bool("false", "x") is False and as_bool(True, "x")
     with pytest.raises(ValueError, match="'x'"):
         as_bool("maybe", "x")
+
+
+def test_parse_settings_reads_key_then_env_then_alias_then_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decls = (
+        Setting(
+            "bench_grader",
+            "choice",
+            "a",
+            "which",
+            env="BENCH_GRADER",
+            aliases=("grader",),
+            choices=("a", "b"),
+            lowercase=True,
+        ),
+        Setting(
+            "bench_workers",
+            "int",
+            lambda: 3,
+            "how many",
+            env="BENCH_WORKERS",
+            minimum=1,
+            blank_is_unset=True,
+        ),
+        Setting("bench_cache", "dir_or_off", "default", "where", env="BENCH_CACHE"),
+        Setting("bench_split", "choice", "test", "split", choices=("validation", "test")),
+    )
+    monkeypatch.delenv("BENCH_GRADER", raising=False)
+    assert parse_settings(decls, {}) == {
+        "bench_grader": "a",
+        "bench_workers": 3,
+        "bench_cache": "default",
+        "bench_split": "test",
+    }
+    assert parse_settings(decls, {}, {"bench_split": "validation"})["bench_split"] == "validation"
+    got = parse_settings(decls, {"grader": "B", "bench_workers": "", "bench_cache": "none"})
+    assert (got["bench_grader"], got["bench_workers"], got["bench_cache"]) == ("b", 3, None)
+    monkeypatch.setenv("BENCH_GRADER", "a")
+    assert parse_settings(decls, {"grader": "b"})["bench_grader"] == "a"  # env before alias
+    got = parse_settings(decls, {"metadata": {"bench_grader": "b"}, "bench_workers": "2"})
+    assert got["bench_grader"] == "b" and got["bench_workers"] == 2  # nested metadata, digits
+    with pytest.raises(ValueError, match=r"'bench_grader \(or grader\)'.*\$BENCH_GRADER"):
+        parse_settings(decls, {"bench_grader": "c"})
+    with pytest.raises(ValueError, match=r"'bench_workers'.*at least 1"):
+        parse_settings(decls, {"bench_workers": 0})
+    with pytest.raises(ValueError, match="unknown kind"):
+        Setting("bad", "number", 1, "doc")
+
+
+def test_frozen_settings_travel_in_documents_and_regroup_in_order() -> None:
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Knobs(Frozen):
+        workers: int = 1
+        cache: str | None = None
+
+    a, b = Knobs(1, "x"), Knobs(2)
+    docs = [{"s": a.freeze()}, {"s": b.freeze()}, {"s": a.freeze()}]
+    assert regroup(docs, "s", Knobs.thaw) == [(a, [0, 2]), (b, [1])]
+
+
+def test_readme_settings_tables_are_rendered_from_the_declarations() -> None:
+    from lm_eval_tasks import _settings_tables
+
+    stale = [p for p, (old, new) in _settings_tables.rendered().items() if old != new]
+    assert not stale, f"run python -m lm_eval_tasks._settings_tables: {stale}"
+    assert _settings_tables.main(["--check"]) == 0
+
+
+def test_declared_defaults_are_the_settings_classes_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A default lives in the declaration; the settings dataclasses must not say otherwise."""
+    import dataclasses
+
+    from lm_eval_tasks.code_infilling.grading import GradingSettings
+    from lm_eval_tasks.code_infilling.settings import GRADING_SETTINGS
+    from lm_eval_tasks.xcodeeval import settings as xs
+    from lm_eval_tasks.xcodeeval.judging import ExecSettings, settings_from
+
+    fields = {f.name: f.default for f in dataclasses.fields(GradingSettings)}
+    assert set(fields) == {s.key.removeprefix("sg_infilling_") for s in GRADING_SETTINGS}
+    for setting in GRADING_SETTINGS:
+        if setting.env:
+            monkeypatch.delenv(setting.env, raising=False)
+        if not callable(setting.default):
+            assert fields[setting.key.removeprefix("sg_infilling_")] == setting.default
+    assert GradingSettings.from_kwargs({}).grader == "swebench"
+    for setting in xs.SETTINGS:
+        monkeypatch.delenv(str(setting.env), raising=False)
+    assert settings_from({}) == ExecSettings()
 
 
 def test_data_error_names_file_row_field() -> None:

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from lm_eval_tasks.xcodeeval import _generate_configs, docs
+from lm_eval_tasks.xcodeeval import _generate_configs, documents
+from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval.parsing import parse_compile_answer, parse_tags
 from tests.conftest import TASKS_DIR, serve_hub
 from tests.task_configs import hook_files
@@ -21,9 +22,8 @@ from tests.xcodeeval_support import (
     run_tasks,
     task_manager,
 )
-from utils import xcodeeval_data as xd
 from utils.errors import DataError
-from utils.xcodeeval_metrics import binary_scores, multilabel_macro_f1, rank_of_positive
+from utils.metrics import binary_scores, multilabel_macro_f1, rank_of_positive
 
 # --------------------------------------------------------------------------- config files
 
@@ -236,7 +236,7 @@ def test_bad_rows_are_errors_naming_file_row_and_field(tmp_path: Path) -> None:
 
 def test_split_and_sample_test_settings(shared_data: Path) -> None:
     sample_dir = shared_data / "xcodeeval_sample"
-    built = docs.build_dataset(
+    built = documents.build_dataset(
         xce_task="xcodeeval_synth_greedy_python",
         xce_kind="synth",
         xce_cluster="Python",
@@ -248,21 +248,21 @@ def test_split_and_sample_test_settings(shared_data: Path) -> None:
     assert set(built["_tests"]) == {"sample"} and set(built["_split"]) == {"validation"}
     # without the switch, the missing hidden tests are an error, not a silent fallback
     with pytest.raises(DataError, match="xcodeeval_synth_greedy_python"):
-        docs.build_dataset(
+        documents.build_dataset(
             xce_task="xcodeeval_synth_greedy_python",
             xce_kind="synth",
             xce_cluster="Python",
             xcodeeval_data_dir=str(sample_dir),
         )
     with pytest.raises(ValueError, match="split"):
-        docs.build_dataset(
+        documents.build_dataset(
             xce_task="t",
             xce_kind="synth",
             xce_cluster="Python",
             xcodeeval_split="train",
             **DEFAULT_META,
         )
-    val = docs.build_dataset(
+    val = documents.build_dataset(
         xce_task="t",
         xce_kind="synth",
         xce_cluster="Go",
@@ -423,9 +423,9 @@ def test_retrieval_model_preferring_the_positive_scores_one() -> None:
 
 
 def test_rows_are_interleaved_across_languages() -> None:
-    built = docs.build_dataset(xce_task="xcodeeval_compile", xce_kind="compile", **DEFAULT_META)[
-        "test"
-    ]
+    built = documents.build_dataset(
+        xce_task="xcodeeval_compile", xce_kind="compile", **DEFAULT_META
+    )["test"]
     assert list(built["lang_cluster"][:11]) == list(xd.CLUSTERS)
     assert json.loads(json.dumps(built[0]))["gold"] in ("compiles", "error")
 
@@ -447,7 +447,7 @@ def test_fixture_files_are_what_the_builder_writes(tmp_path: Path) -> None:
 
 
 def test_score_cli_names_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from utils import xcodeeval_score
+    from lm_eval_tasks.xcodeeval import score as xcodeeval_score
 
     copy = tmp_path / "xce"
     copy.mkdir()
@@ -463,3 +463,19 @@ def test_score_cli_names_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFi
     bad.write_text(json.dumps({"src_uid": fx.SUM, "source_code": ""}) + "\n")
     assert xcodeeval_score.main([str(bad), "--data-dir", str(FIXTURES), "--sample-tests"]) == 2
     assert "bad.jsonl, row 1" in capsys.readouterr().err
+
+
+def test_old_score_module_still_runs_and_says_it_is_deprecated(tmp_path: Path) -> None:
+    """`python -m utils.xcodeeval_score` keeps working for one release, with a warning."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"src_uid": fx.SUM, "source_code": ""}) + "\n")
+    cmd = [sys.executable, "-m", "utils.xcodeeval_score", str(bad), "--data-dir", str(FIXTURES)]
+    done = subprocess.run([*cmd, "--sample-tests"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2, done.stderr  # the moved CLI ran and named the bad line
+    assert "DeprecationWarning" in done.stderr and "lm_eval_tasks.xcodeeval.score" in done.stderr
+    assert "bad.jsonl, row 1" in done.stderr

@@ -19,13 +19,13 @@ import pytest
 
 import execution
 from execution.types import Job, Result, Verdict
-from lm_eval_tasks.xcodeeval import docs
+from lm_eval_tasks.xcodeeval import data as xd
+from lm_eval_tasks.xcodeeval import documents
 from lm_eval_tasks.xcodeeval.hooks import verdict_records
 from tests import xcodeeval_support as support
 from tests.conftest import ROOT, require, serve_hub, write_jsonl
 from tests.lm_fakes import run_cli
 from tests.xcodeeval_support import FIXTURES, fx
-from utils import xcodeeval_data as xd
 from utils.errors import DataError
 
 SLUGS = xd.SLUGS
@@ -173,7 +173,7 @@ def test_apr_rows_in_an_unavailable_runtime_are_counted_not_scored(
     # a task left with no scorable row at all: a clear error at load time, before generation
     _make_unavailable(monkeypatch, "GNU C++17")
     with pytest.raises(DataError, match=r"no row can be scored.*'GNU C\+\+17' unavailable"):
-        docs.build_dataset(
+        documents.build_dataset(
             xce_task="xcodeeval_apr_greedy_cpp",
             xce_kind="apr",
             xce_cluster="C++",
@@ -188,7 +188,7 @@ def _score_in_process(
     tmp_path: Path,
     *args: str,
 ) -> tuple[int, str]:
-    from utils import xcodeeval_score
+    from lm_eval_tasks.xcodeeval import score as xcodeeval_score
 
     preds = tmp_path / "preds.jsonl"
     write_jsonl(preds, lines)
@@ -415,7 +415,7 @@ def test_score_cli_reports_pass_at_k_per_language(tmp_path: Path, exec_cache: st
     cmd = [
         sys.executable,
         "-m",
-        "utils.xcodeeval_score",
+        "lm_eval_tasks.xcodeeval.score",
         str(preds),
         "--data-dir",
         str(FIXTURES),

@@ -4,13 +4,22 @@ lm-eval hands the same `--metadata` (and, from the CLI, every `model_args` key) 
 run as keyword arguments, so each benchmark reads only its own prefixed keys
 (`clozetest_data_dir`, `xcodeeval_data_dir`, ...). Environment variables come second so a cluster
 can fix a data location once for all jobs.
+
+Each benchmark declares its settings once, as a table of `Setting`s (key, environment variable,
+type, default, one-line doc) in its folder's `settings.py`, reads them with `parse_settings`, and
+its README's table of keys is rendered from that table (`render_table`; a test keeps it current).
+Settings an execution-based benchmark needs again in its batch filter travel frozen in every
+document (`Frozen.freeze`) and are regrouped there (`regroup`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 _TRUE = {"1", "true", "yes", "on"}
 # Words (lower case, stripped) that `as_bool` reads as false; other settings may reuse them.
@@ -81,3 +90,167 @@ def choice(value: Any, name: str, accepted: tuple[str, ...], env: str | None = N
             f"got {value!r}"
         )
     return value
+
+
+# --------------------------------------------------------------------------- declarations
+
+KINDS = ("text", "raw", "bool", "int", "float", "choice", "dir_or_off")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One user setting of a benchmark, declared once.
+
+    `kind` says how the value is read: `text` (str), `raw` (as given: a mapping or JSON text
+    stays what it is), `bool`, `int` (whole number, at least `minimum`), `float` (positive),
+    `choice` (one of `choices`, lower-cased first when `lowercase`) or `dir_or_off` (a folder,
+    or `none`/a false word for "off", read as None). `aliases` are shorter keys read after the
+    key and its variable. `default` may be a function (e.g. of the CPU count); `default_doc` then
+    says in the README what it gives. `blank_is_unset` reads "" like an absent value.
+    """
+
+    key: str
+    kind: str
+    default: Any
+    doc: str
+    env: str | None = None
+    aliases: tuple[str, ...] = ()
+    minimum: int | None = None
+    choices: tuple[str, ...] = ()
+    lowercase: bool = False
+    blank_is_unset: bool = False
+    default_doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(
+                f"setting {self.key!r}: unknown kind {self.kind!r}; use one of {KINDS}"
+            )
+        if (self.kind == "choice") != bool(self.choices):
+            raise ValueError(f"setting {self.key!r}: `choices` goes with kind 'choice' only")
+
+    @property
+    def name(self) -> str:
+        """How errors name the setting: its key, and its aliases if any."""
+        return self.key + (f" (or {', '.join(self.aliases)})" if self.aliases else "")
+
+    def default_value(self) -> Any:
+        return self.default() if callable(self.default) else self.default
+
+    def raw(self, kwargs: Mapping[str, Any]) -> Any:
+        """The value as given (key, then its variable, then each alias), else None."""
+        value = lookup(kwargs, self.key, env=self.env)
+        for alias in self.aliases:
+            if value is None:
+                value = lookup(kwargs, alias)
+        if self.blank_is_unset and value == "":
+            return None
+        return value
+
+    def convert(self, value: Any) -> Any:
+        """`value` read as this setting's kind; a bad value is a ValueError naming the setting."""
+        if value is None:
+            return None
+        if self.kind == "text":
+            return str(value)
+        if self.kind == "bool":
+            return as_bool(value, self.name)
+        if self.kind == "int":
+            return as_int(value, self.name, env=self.env, minimum=self.minimum)
+        if self.kind == "float":
+            return as_float(value, self.name, env=self.env)
+        if self.kind == "choice":
+            text = str(value).lower() if self.lowercase else value
+            return choice(text, self.name, self.choices, env=self.env)
+        if self.kind == "dir_or_off":
+            return None if str(value).strip().lower() in {"none", *FALSE_WORDS} else str(value)
+        return value  # raw
+
+
+def parse_settings(
+    declarations: Sequence[Setting],
+    kwargs: Mapping[str, Any],
+    defaults: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """key -> value of every declared setting, read from lm-eval's kwargs or the environment.
+
+    `defaults` replaces declared defaults where a task has its own (e.g. another split).
+    """
+    out: dict[str, Any] = {}
+    for setting in declarations:
+        value = setting.raw(kwargs)
+        if value is None:
+            given = (defaults or {}).get(setting.key)
+            value = setting.default_value() if given is None else given
+        out[setting.key] = setting.convert(value)
+    return out
+
+
+def render_table(declarations: Sequence[Setting]) -> str:
+    """The README table of `declarations` (Markdown), one row per setting."""
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    rows = ["| key | environment variable | default | meaning |", "|---|---|---|---|"]
+    for s in declarations:
+        keys = " / ".join(f"`{k}`" for k in (s.key, *s.aliases))
+        env = f"`{s.env}`" if s.env else "—"
+        if s.default_doc:
+            default = s.default_doc
+        elif s.default is None:
+            default = "—"
+        elif isinstance(s.default, bool):
+            default = f"`{str(s.default).lower()}`"
+        else:
+            default = f"`{s.default}`"
+        rows.append(f"| {keys} | {env} | {cell(default)} | {cell(s.doc)} |")
+    return "\n".join(rows)
+
+
+TABLE_BEGIN = "<!-- settings table: begin (generated from {module}; do not edit) -->"
+TABLE_END = "<!-- settings table: end -->"
+
+
+def replace_table(readme: str, module: str, declarations: Sequence[Setting]) -> str:
+    """`readme` with the text between its settings-table markers replaced by the rendered table."""
+    begin = TABLE_BEGIN.format(module=module)
+    head, sep, rest = readme.partition(begin)
+    if not sep or TABLE_END not in rest:
+        raise ValueError(f"no settings table markers for {module} in the README")
+    tail = rest.split(TABLE_END, 1)[1]
+    return f"{head}{begin}\n{render_table(declarations)}\n{TABLE_END}{tail}"
+
+
+# --------------------------------------------------------------------------- frozen settings
+
+F = TypeVar("F", bound="Frozen")
+
+
+class Frozen:
+    """A mixin for settings dataclasses that travel inside lm-eval documents.
+
+    lm-eval builds documents once (where the settings are read) and later hands a filter every
+    response of a task at once; the filter needs the settings again, so each document carries
+    them as one JSON string, and the filter regroups documents by that string.
+    """
+
+    def freeze(self) -> str:
+        if not dataclasses.is_dataclass(self):
+            raise TypeError(f"{type(self).__name__} is not a dataclass")
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def thaw(cls: type[F], text: str) -> F:
+        return cls(**json.loads(text))
+
+
+def regroup(
+    docs: Sequence[Mapping[str, Any]], field: str, thaw: Callable[[str], F]
+) -> list[tuple[F, list[int]]]:
+    """(settings, indices of the documents carrying them) per distinct frozen value of `field`,
+    in the order first met."""
+    groups: dict[str, list[int]] = {}
+    for index, doc in enumerate(docs):
+        groups.setdefault(str(doc[field]), []).append(index)
+    return [(thaw(text), members) for text, members in groups.items()]

@@ -5,13 +5,9 @@ OpenCompass distributes only the Python file, inside its `OpenCompassData-core` 
 and answers are located independently, and a run without answers either fails loudly or, when the
 user asks for predict-only mode, scores NaN instead of a misleading 0.
 
-Settings (lm-eval `--metadata` keys first, then environment variables):
-
-- `clozetest_data_dir` / `CLOZETEST_MAXMIN_DATA`: a folder with `<lang>/clozeTest.json` (and
-  optionally `<lang>/answers.txt`). Unset: the inputs are downloaded from CodeXGLUE and cached.
-- `clozetest_answers` / `CLOZETEST_MAXMIN_ANSWERS`: where the answers are, overriding
-  `<data dir>/<lang>/answers.txt`. See `answers_location` for the accepted forms.
-- `clozetest_predict_only` / `CLOZETEST_MAXMIN_PREDICT_ONLY`: ignore answers, score NaN.
+Settings (lm-eval `--metadata` keys first, then environment variables) are declared in
+`lm_eval_tasks.clozetest_maxmin.settings`: the data folder, where the answers are (see
+`answers_location` for the accepted forms) and predict-only mode.
 """
 
 from __future__ import annotations
@@ -24,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lm_eval_tasks.clozetest_maxmin import settings as cs
 from utils import datafiles, download
 from utils.errors import DataError
-from utils.settings import as_bool, lookup
+from utils.settings import parse_settings
 
 # A child of lm-eval's logger, so messages show with lm-eval's own verbosity and handler.
 log = logging.getLogger("lm_eval.tasks.clozetest_maxmin")
@@ -45,9 +42,9 @@ LETTERS = {"max": "A", "min": "B"}
 LANG_PLACEHOLDER = "{lang}"
 MAX_INPUTS_BYTES = datafiles.MAX_SMALL_JSON_BYTES
 
-DATA_DIR_KEY, DATA_DIR_ENV = "clozetest_data_dir", "CLOZETEST_MAXMIN_DATA"
-ANSWERS_KEY, ANSWERS_ENV = "clozetest_answers", "CLOZETEST_MAXMIN_ANSWERS"
-PREDICT_ONLY_KEY, PREDICT_ONLY_ENV = "clozetest_predict_only", "CLOZETEST_MAXMIN_PREDICT_ONLY"
+DATA_DIR_KEY, DATA_DIR_ENV = cs.DATA_DIR.key, cs.DATA_DIR.env
+ANSWERS_KEY, ANSWERS_ENV = cs.ANSWERS.key, str(cs.ANSWERS.env)
+PREDICT_ONLY_KEY, PREDICT_ONLY_ENV = cs.PREDICT_ONLY.key, cs.PREDICT_ONLY.env
 
 WHERE_PYTHON_ANSWERS = (
     "CodeXGLUE publishes no gold answers for ClozeTest-maxmin. The Python answers are distributed "
@@ -103,13 +100,11 @@ def _is_url(text: str) -> bool:
 
 
 def predict_only(settings: Mapping[str, Any]) -> bool:
-    return as_bool(
-        lookup(settings, PREDICT_ONLY_KEY, env=PREDICT_ONLY_ENV, default=False), PREDICT_ONLY_KEY
-    )
+    return bool(parse_settings((cs.PREDICT_ONLY,), settings)[PREDICT_ONLY_KEY])
 
 
 def data_dir(settings: Mapping[str, Any]) -> Path | None:
-    value = lookup(settings, DATA_DIR_KEY, env=DATA_DIR_ENV)
+    value = parse_settings((cs.DATA_DIR,), settings)[DATA_DIR_KEY]
     if value is None:
         return None
     path = Path(str(value)).expanduser()
@@ -138,7 +133,7 @@ def inputs_path(language: str, settings: Mapping[str, Any]) -> Path:
 
 
 def _answers_spec(settings: Mapping[str, Any]) -> Any:
-    spec = lookup(settings, ANSWERS_KEY, env=ANSWERS_ENV)
+    spec = parse_settings((cs.ANSWERS,), settings)[ANSWERS_KEY]
     if isinstance(spec, str) and spec.lstrip().startswith("{") and LANG_PLACEHOLDER not in spec:
         try:  # the environment variable can hold the JSON mapping form
             spec = json.loads(spec)

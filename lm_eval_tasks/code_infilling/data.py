@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lm_eval_tasks.code_infilling.settings import DATA
 from utils import datafiles, download
 from utils.errors import DataError
 
 HUB_REPO = "sourcegraph/code-multi-line-infilling-benchmark"
 HUB_FILE = "data/test-00000-of-00001.parquet"
-DATA_KEY, DATA_ENV = "sg_infilling_data", "SG_INFILLING_DATA"
+DATA_KEY, DATA_ENV = DATA.key, DATA.env
 LOCAL_COPY = f"{DATA_KEY} (--metadata) or ${DATA_ENV} (a local parquet or JSONL file)"
 
 TEXT_FIELDS = (

@@ -1,55 +1,35 @@
 """Execution grading of generated middles: settings, early checks and the batched grading call.
 
-Settings come from lm-eval's `--metadata` (or the environment) once, when the task's dataset
-is built; they are stored with every document (`grading`, a JSON string) so the filter that
-grades a task's whole batch needs nothing but its documents, and every logged sample records
-how it was graded.
+Settings (declared in `settings.GRADING_SETTINGS`) come from lm-eval's `--metadata` (or the
+environment) once, when the task's dataset is built; they are stored frozen with every document
+(`grading`, a JSON string) so the filter that grades a task's whole batch needs nothing but its
+documents, and every logged sample records how it was graded.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from execution.repo_tests import RepoTestJob, RepoTestOutcome
+from lm_eval_tasks.code_infilling.settings import GRADING_SETTINGS
 from lm_eval_tasks.code_infilling.stitch import model_patch, stitched_file
-from utils.settings import as_bool, as_float, as_int, choice, lookup
+from utils.settings import Frozen, parse_settings, regroup
 
 log = logging.getLogger(__name__)
-
-GRADERS = ("swebench", "local")
 
 
 class GradingUnavailable(RuntimeError):
     """Execution grading cannot run here; raised before any generation is done."""
 
 
-def _setting(
-    kwargs: Mapping[str, Any], key: str, default: Any = None, alias: str | None = None
-) -> Any:
-    env = key.upper()
-    value = lookup(kwargs, key, env=env)
-    if value is None and alias:
-        value = lookup(kwargs, alias)
-    return default if value is None else value
-
-
-def _int(kwargs: Mapping[str, Any], key: str, default: int) -> int:
-    return as_int(_setting(kwargs, key, default), key, env=key.upper(), minimum=1)
-
-
-def _float(kwargs: Mapping[str, Any], key: str, default: float) -> float:
-    return as_float(_setting(kwargs, key, default), key, env=key.upper())
-
-
 @dataclass(frozen=True)
-class GradingSettings:
+class GradingSettings(Frozen):
     grader: str = "swebench"
     # local backend
     repos_dir: str = ""
@@ -68,39 +48,17 @@ class GradingSettings:
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any]) -> GradingSettings:
-        """Read `sg_infilling_*` keys (plus the short `grader`, `repos_dir`, `test_cmd`)."""
-        grader = choice(
-            str(_setting(kwargs, "sg_infilling_grader", "swebench", alias="grader")).lower(),
-            "sg_infilling_grader (or grader)",
-            GRADERS,
-            env="SG_INFILLING_GRADER",
-        )
-        cpus = os.cpu_count() or 1
-        return cls(
-            grader=grader,
-            repos_dir=str(_setting(kwargs, "sg_infilling_repos_dir", "", alias="repos_dir")),
-            test_cmd=str(_setting(kwargs, "sg_infilling_test_cmd", cls.test_cmd, alias="test_cmd")),
-            log_parser=str(_setting(kwargs, "sg_infilling_log_parser", cls.log_parser)),
-            workers=_int(kwargs, "sg_infilling_workers", min(2, cpus)),
-            test_cpu_s=_float(kwargs, "sg_infilling_test_cpu_s", cls.test_cpu_s),
-            test_wall_s=_float(kwargs, "sg_infilling_test_wall_s", cls.test_wall_s),
-            test_memory_mb=_int(kwargs, "sg_infilling_test_memory_mb", cls.test_memory_mb),
-            swebench_namespace=str(_setting(kwargs, "sg_infilling_swebench_namespace", "swebench")),
-            swebench_allow_pull=as_bool(
-                _setting(kwargs, "sg_infilling_swebench_allow_pull", False),
-                "sg_infilling_swebench_allow_pull",
-            ),
-            swebench_timeout_s=_int(kwargs, "sg_infilling_swebench_timeout_s", 1800),
-            swebench_work_dir=str(_setting(kwargs, "sg_infilling_swebench_work_dir", "")),
-            model_name=str(_setting(kwargs, "sg_infilling_model_name", cls.model_name)),
-        )
+        """Read the declared `sg_infilling_*` keys (plus the short `grader`, `repos_dir`,
+        `test_cmd`); each field is its key without the `sg_infilling_` prefix."""
+        values = parse_settings(GRADING_SETTINGS, kwargs)
+        return cls(**{key.removeprefix("sg_infilling_"): v for key, v in values.items()})
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        return self.freeze()
 
     @classmethod
     def from_json(cls, text: str) -> GradingSettings:
-        return cls(**json.loads(text))
+        return cls.thaw(text)
 
 
 def job_for(doc: Mapping[str, Any], middle: str) -> RepoTestJob:
@@ -187,12 +145,8 @@ def preflight(rows: Sequence[Mapping[str, Any]], settings: GradingSettings) -> N
 
 def grade(docs: Sequence[Mapping[str, Any]], middles: Sequence[str]) -> list[dict[str, Any]]:
     """Grade every (document, middle) pair in one batch per settings; outcome dicts in order."""
-    groups: dict[str, list[int]] = {}
-    for index, doc in enumerate(docs):
-        groups.setdefault(str(doc["grading"]), []).append(index)
     records: list[dict[str, Any]] = [{} for _ in docs]
-    for settings_json, members in groups.items():
-        settings = GradingSettings.from_json(settings_json)
+    for settings, members in regroup(docs, "grading", GradingSettings.thaw):
         jobs = [job_for(docs[i], middles[i]) for i in members]
         log.info("grading %d infilling rows with the %s grader", len(jobs), settings.grader)
         graded: list[RepoTestOutcome]

@@ -17,13 +17,13 @@ import json
 import sys
 from typing import Any
 
-from lm_eval_tasks.code_infilling.docs import rows_from
+from lm_eval_tasks.code_infilling.documents import rows_from
 from lm_eval_tasks.code_infilling.grading import GradingSettings, grade, preflight
 
 
 def run(kwargs: dict[str, Any], limit: int | None = None) -> list[dict[str, Any]]:
     """Outcome records of the gold middles of the rows selected by `kwargs` (as the tasks
-    select them, see `docs.rows_from`), the first `limit` of them when given."""
+    select them, see `documents.rows_from`), the first `limit` of them when given."""
     _, rows = rows_from(kwargs)
     rows = rows[:limit]
     settings = GradingSettings.from_kwargs(kwargs)

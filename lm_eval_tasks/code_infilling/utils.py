@@ -8,9 +8,8 @@ import json
 import math
 from typing import Any
 
-from lm_eval_tasks.code_infilling import docs as _docs
-from lm_eval_tasks.code_infilling import fim, grading
-from utils.text_similarity import edit_similarity, exact_match
+from lm_eval_tasks.code_infilling import documents, fim, grading
+from utils.metrics import edit_similarity, exact_match
 
 
 def load(**kwargs: Any) -> dict[str, Any]:
@@ -21,9 +20,9 @@ def load(**kwargs: Any) -> dict[str, Any]:
     requests from it after this hook returns): the model stops at them as with the built-in
     formats, whose stops the generated YAML carries.
     """
-    dataset = _docs.build_dataset(**kwargs)
+    dataset = documents.build_dataset(**kwargs)
     if str(kwargs.get("sg_infilling_variant") or "custom") == "custom":
-        _send_stops_to_generation(list(_docs.format_from(kwargs).stop))
+        _send_stops_to_generation(list(documents.format_from(kwargs).stop))
     return dataset
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from lm_eval_tasks.reporting import figures as fig
 from lm_eval_tasks.reporting.markdown import pct, verdicts_md
-from utils.xcodeeval_score import score_with_records
+from lm_eval_tasks.xcodeeval.score import score_with_records
 
 EXPECTED = Path(__file__).resolve().parent / "expected_disagreements.json"
 UNREVIEWED = "UNREVIEWED"

@@ -21,7 +21,7 @@ from lm_eval_tasks.reporting import figures as fig
 from lm_eval_tasks.reporting.markdown import document
 from lm_eval_tasks.reporting.results import ResultsError, find_runs
 from lm_eval_tasks.reporting.table import Table, build
-from utils.xcodeeval_score import strict_json
+from lm_eval_tasks.xcodeeval.score import strict_json
 
 
 def write_csv(table: Table, path: Path) -> None:

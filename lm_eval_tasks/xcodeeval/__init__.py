@@ -1,2 +1,3 @@
-"""xCodeEval as lm-eval tasks: documents (`docs`), answer parsing (`parsing`), lm-eval hooks
-(`hooks`). Data access, execution and metric arithmetic live in `utils.xcodeeval_*`."""
+"""xCodeEval as lm-eval tasks: raw files and joins (`data`), lm-eval documents (`documents`),
+judging choices (`judging`), pass@k tables (`metrics`), answer parsing (`parsing`), lm-eval hooks
+(`hooks`) and the scoring CLI (`score`). What every benchmark shares lives in `utils`."""

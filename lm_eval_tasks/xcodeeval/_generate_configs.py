@@ -22,8 +22,8 @@ from typing import Any
 
 from lm_eval_tasks import _yamlgen
 from lm_eval_tasks._yamlgen import Function
-from utils.xcodeeval_data import SLUGS
-from utils.xcodeeval_metrics import ks_for
+from lm_eval_tasks.xcodeeval.data import SLUGS
+from lm_eval_tasks.xcodeeval.metrics import ks_for
 
 FOLDER = Path(__file__).resolve().parent
 COMMAND = "python -m lm_eval_tasks.xcodeeval._generate_configs"

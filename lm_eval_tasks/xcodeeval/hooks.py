@@ -15,18 +15,20 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from lm_eval_tasks.xcodeeval import data as xd
+from lm_eval_tasks.xcodeeval.judging import ExecSettings, judge
+from lm_eval_tasks.xcodeeval.metrics import ks_for
 from lm_eval_tasks.xcodeeval.parsing import parse_compile_answer, parse_tags
-from utils import xcodeeval_data as xd
 from utils.code_extraction import extract_code
-from utils.xcodeeval_exec import ExecSettings, Program, judge_programs
-from utils.xcodeeval_metrics import (
+from utils.judging import CaseBuilder, Program
+from utils.metrics import (
     INFRA_ERROR,
     binary_scores,
-    ks_for,
     multilabel_macro_f1,
     passk_from_verdicts,
     rank_of_positive,
 )
+from utils.settings import regroup
 
 log = logging.getLogger("xcodeeval")
 
@@ -51,9 +53,9 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]])
     if not docs:
         return []
     tasks = {d["_task"] for d in docs}
-    settings = {d["_exec"] for d in docs}
+    groups = regroup(docs, "_exec", ExecSettings.thaw)
     sources = {d["_data"] for d in docs}
-    if len(tasks) != 1 or len(settings) != 1 or len(sources) != 1:
+    if len(tasks) != 1 or len(groups) != 1 or len(sources) != 1:
         raise RuntimeError(
             f"one judging batch must hold one task, one setting and one data source, "
             f"got {sorted(tasks)}"
@@ -62,14 +64,16 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]])
     if docs[0]["_tests"] == "sample":
         log.warning("%s: %s", task, xd.SAMPLE_TESTS_WARNING)
     unittests = xd.unittests_for(xd.DataSource.from_ref(docs[0]["_data"]), task)
+    settings = groups[0][0]
+    cases = CaseBuilder()
     programs: list[Program] = []
     codes: list[list[str]] = []
     for doc, candidates in zip(docs, resps, strict=True):
-        tests = doc_tests(doc, unittests)
+        tests = cases(doc_tests(doc, unittests))
         doc_codes = [extract_code(str(c), doc["lang_cluster"]) for c in candidates]
         codes.append(doc_codes)
         programs.extend(
-            Program(
+            settings.program(
                 language=doc["judge_lang"],
                 source_code=code,
                 tests=tests,
@@ -79,7 +83,7 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]])
             )
             for j, code in enumerate(doc_codes)
         )
-    records = judge_programs(programs, ExecSettings.from_dict(json.loads(docs[0]["_exec"])), task)
+    records = judge(programs, settings, task)
     out: list[list[str]] = []
     it = iter(records)
     for doc, doc_codes in zip(docs, codes, strict=True):

@@ -1,6 +1,6 @@
 """Entry points named by the YAML files (`!function utils.<name>`); the logic is imported."""
 
-from lm_eval_tasks.xcodeeval.docs import build_dataset
+from lm_eval_tasks.xcodeeval.documents import build_dataset
 from lm_eval_tasks.xcodeeval.hooks import (
     compile_macro_f1,
     judge_filter,

@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from utils.xcodeeval_exec import ExecSettings, Program, judge_programs
-from utils.xcodeeval_metrics import INFRA_ERROR, passk_from_verdicts
+from utils.judging import CaseBuilder, Program, judge_programs
+from utils.metrics import INFRA_ERROR, passk_from_verdicts
 
 OPT_IN_VARIABLE = "HF_ALLOW_CODE_EVAL"
 OPT_IN_MESSAGE = f"""
@@ -98,6 +99,17 @@ def _number(ref: Mapping[str, Any], key: str, default: float, row: int) -> float
     return float(value)
 
 
+def _cache_dir(cache: str | None) -> Path | None:
+    """ "default": the engine's result cache; None: judge everything afresh; else a directory."""
+    if cache is None:
+        return None
+    if cache == "default":
+        from execution.cache import default_cache_dir
+
+        return default_cache_dir()
+    return Path(cache)
+
+
 def compute(
     predictions: Sequence[Sequence[str]],
     references: Sequence[Mapping[str, Any]],
@@ -122,6 +134,7 @@ def compute(
         raise MetricInputError(f"k: positive integers, got {list(k)!r}")
     from execution.languages import resolve
 
+    cases = CaseBuilder()
     programs: list[Program] = []
     sizes: list[int] = []
     for i, (cands, ref) in enumerate(zip(predictions, references, strict=True)):
@@ -141,11 +154,24 @@ def compute(
         memory = int(_number(ref, "memory_limit_mb", DEFAULT_MEMORY_LIMIT_MB, i))
         sizes.append(len(cands))
         programs.extend(
-            Program(language, code, tests, time_s, memory, key=f"{i}#{j}")
+            Program(
+                language=language,
+                source_code=code,
+                tests=cases(tests),
+                time_limit_s=time_s,
+                memory_limit_mb=memory,
+                comparator=comparator,
+                id=f"{i}#{j}",
+            )
             for j, code in enumerate(cands)
         )
-    settings = ExecSettings(comparator == "execeval", num_workers, cache)
-    records = judge_programs(programs, settings, "code_exec") if programs else []
+    records = judge_programs(
+        programs,
+        workers=num_workers,
+        cache=_cache_dir(cache),
+        comparator=comparator,
+        label="code_exec",
+    )
     per_problem: list[list[dict[str, Any]]] = []
     it = iter(records)
     for n in sizes:

@@ -26,14 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from execution.languages import CLUSTERS, resolve
+from lm_eval_tasks.xcodeeval import settings as xs
 from utils import datafiles, download, languages
 from utils.errors import DataError
-from utils.settings import as_bool, choice, lookup
+from utils.settings import parse_settings
 
 log = logging.getLogger("xcodeeval")
 
 HUB_REPO = "NTU-NLP-sg/xCodeEval"
-SPLITS = ("validation", "test")
+SPLITS = xs.SPLITS
 
 # Task-name suffix -> cluster (a cluster's own runtime is `execution.resolve(cluster)`).
 SLUGS: dict[str, str] = languages.xcodeeval_slugs()
@@ -54,9 +55,8 @@ SYNTHESIS_FILES = {
 }
 
 
-SPLIT_KEY, SPLIT_ENV = "xcodeeval_split", "XCODEEVAL_SPLIT"
-DATA_DIR_KEY, DATA_DIR_ENV = "xcodeeval_data_dir", "XCODEEVAL_DATA"
-SAMPLE_TESTS_KEY, SAMPLE_TESTS_ENV = "xcodeeval_sample_tests", "XCODEEVAL_SAMPLE_TESTS"
+DATA_DIR_KEY, DATA_DIR_ENV = xs.DATA_DIR.key, xs.DATA_DIR.env
+SAMPLE_TESTS_KEY, SAMPLE_TESTS_ENV = xs.SAMPLE_TESTS.key, xs.SAMPLE_TESTS.env
 LOCAL_COPY = f"{DATA_DIR_KEY} (--metadata) or ${DATA_DIR_ENV}"
 SAMPLE_TESTS_HINT = (
     f"or run on the public sample tests instead with --metadata '{{\"{SAMPLE_TESTS_KEY}\": true}}' "
@@ -67,7 +67,7 @@ SAMPLE_TESTS_HINT = (
 def check_split(split: Any) -> str:
     """The split a run asked for (`xcodeeval_split` / `$XCODEEVAL_SPLIT`), checked."""
     try:
-        return choice(split, SPLIT_KEY, SPLITS, env=SPLIT_ENV)
+        return str(xs.SPLIT.convert(split))
     except ValueError as exc:
         raise ValueError(f"{exc} (the retrieval tasks' 'dev' files are 'validation')") from None
 
@@ -161,10 +161,8 @@ class DataSource:
 
 def source_from_settings(kwargs: Mapping[str, Any]) -> DataSource:
     """The data source chosen by lm-eval metadata / model_args / environment."""
-    local = lookup(kwargs, DATA_DIR_KEY, env=DATA_DIR_ENV)
-    sample = as_bool(
-        lookup(kwargs, SAMPLE_TESTS_KEY, env=SAMPLE_TESTS_ENV, default=False), SAMPLE_TESTS_KEY
-    )
+    values = parse_settings((xs.DATA_DIR, xs.SAMPLE_TESTS), kwargs)
+    local, sample = values[DATA_DIR_KEY], values[SAMPLE_TESTS_KEY]
     if local is not None:
         root = Path(str(local)).expanduser()
         if not root.is_dir():

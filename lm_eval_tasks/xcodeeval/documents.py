@@ -3,7 +3,7 @@
 A document is a flat dict: the fields the YAML prompt templates use, the gold answer, and for
 execution tasks what the judging filter needs to find the tests again (data source, test kind,
 limits) without copying hidden tests into logged samples. Rows that could not be joined are
-counted by `utils.xcodeeval_data.JoinReport`; the count travels in `_unscored_rows` (and, for rows
+counted by `lm_eval_tasks.xcodeeval.data.JoinReport`; the count travels in `_unscored_rows` (and, for rows
 whose own runtime is unavailable here, `_unavailable_runtime_rows`) so that it is reported as a
 metric next to the score.
 """
@@ -11,7 +11,6 @@ metric next to the score.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -19,11 +18,12 @@ from typing import Any
 import datasets
 
 from execution.languages import resolve
+from lm_eval_tasks.xcodeeval import data as xd
+from lm_eval_tasks.xcodeeval import settings as xs
+from lm_eval_tasks.xcodeeval.judging import settings_from
 from utils import datafiles
-from utils import xcodeeval_data as xd
 from utils.errors import DataError
-from utils.settings import lookup
-from utils.xcodeeval_exec import settings_from
+from utils.settings import parse_settings
 
 log = logging.getLogger("xcodeeval")
 
@@ -45,9 +45,8 @@ def build_dataset(**kwargs: Any) -> dict[str, datasets.Dataset]:
     """lm-eval `custom_dataset` hook: {"test": documents of the chosen split}.
 
     Task identity comes from the task's `dataset_kwargs` (`xce_task`, `xce_kind`, `xce_cluster`);
-    the user's choices from `--metadata` / model_args / environment: `xcodeeval_split`,
-    `xcodeeval_data_dir`, `xcodeeval_sample_tests`, `xcodeeval_execeval_compat`,
-    `xcodeeval_workers`.
+    the user's choices from `--metadata` / model_args / environment, as declared in
+    `lm_eval_tasks.xcodeeval.settings`.
     """
     task = str(kwargs["xce_task"])
     kind = str(kwargs["xce_kind"])
@@ -55,9 +54,11 @@ def build_dataset(**kwargs: Any) -> dict[str, datasets.Dataset]:
         raise ValueError(f"{task}: unknown xCodeEval task kind {kind!r}")
     cluster = kwargs.get("xce_cluster") or None
     clusters = [cluster] if cluster else list(xd.CLUSTERS)
-    split = xd.check_split(
-        lookup(kwargs, xd.SPLIT_KEY, env=xd.SPLIT_ENV, default=DEFAULT_SPLIT.get(kind, "test"))
-    )
+    defaults = {xs.SPLIT.key: DEFAULT_SPLIT[kind]} if kind in DEFAULT_SPLIT else None
+    try:
+        split = parse_settings((xs.SPLIT,), kwargs, defaults)[xs.SPLIT.key]
+    except ValueError as exc:  # the same hint as every other split check
+        raise ValueError(f"{exc} (the retrieval tasks' 'dev' files are 'validation')") from None
     source = xd.source_from_settings(kwargs)
     docs = build_docs(kind, task, clusters, split, source, kwargs)
     log.info("%s: %d documents from %s, split %s", task, len(docs), source.describe(), split)
@@ -130,7 +131,7 @@ def _exec_fields(
         "_split": split,
         "_data": source.ref(),
         "_tests": source.tests_kind,
-        "_exec": json.dumps(settings_from(settings).to_dict()),
+        "_exec": settings_from(settings).freeze(),
         "_unscored_rows": report.unscored,
         "_unavailable_runtime_rows": report.unavailable_rows,
     }

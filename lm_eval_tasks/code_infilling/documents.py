@@ -19,8 +19,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from lm_eval_tasks.code_infilling import data, fim
+from lm_eval_tasks.code_infilling import settings as ss
 from lm_eval_tasks.code_infilling.grading import GradingSettings, preflight
-from utils.settings import as_bool, as_int, lookup
+from utils.settings import as_bool, parse_settings
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ def budget_from(kwargs: Mapping[str, Any]) -> fim.Budget:
     otherwise the model's own `tokenizer`/`pretrained` argument is tried and, if it cannot be
     loaded offline, the character budget is used with a warning.
     """
-    explicit = lookup(kwargs, "sg_infilling_tokenizer", env="SG_INFILLING_TOKENIZER")
+    explicit = parse_settings((ss.TOKENIZER,), kwargs)[ss.TOKENIZER.key]
     implicit = kwargs.get("tokenizer") or kwargs.get("pretrained")
     name = explicit or implicit
     if isinstance(name, str) and name:
@@ -54,21 +55,17 @@ def budget_from(kwargs: Mapping[str, Any]) -> fim.Budget:
                 ) from exc
             log.warning("tokenizer %r unavailable (%s); using the character budget", name, exc)
         else:
-            limit = lookup(
-                kwargs, "sg_infilling_max_prompt_tokens", default=fim.DEFAULT_MAX_PROMPT_TOKENS
-            )
-            return fim.Budget.tokens(
-                tokenizer, as_int(limit, "sg_infilling_max_prompt_tokens", minimum=1)
-            )
-    limit = lookup(kwargs, "sg_infilling_max_prompt_chars", default=fim.DEFAULT_MAX_PROMPT_CHARS)
-    return fim.Budget.chars(as_int(limit, "sg_infilling_max_prompt_chars", minimum=1))
+            limit = parse_settings((ss.MAX_PROMPT_TOKENS,), kwargs)[ss.MAX_PROMPT_TOKENS.key]
+            return fim.Budget.tokens(tokenizer, limit)
+    limit = parse_settings((ss.MAX_PROMPT_CHARS,), kwargs)[ss.MAX_PROMPT_CHARS.key]
+    return fim.Budget.chars(limit)
 
 
 def format_from(kwargs: Mapping[str, Any]) -> fim.FimFormat:
     """The task's built-in format (YAML metadata `sg_infilling_variant`), or for the `custom`
     variant the user's `sg_infilling_format` (name, JSON object or JSON file)."""
     variant = str(kwargs.get("sg_infilling_variant") or "custom")
-    user = lookup(kwargs, "sg_infilling_format", env="SG_INFILLING_FORMAT")
+    user = parse_settings((ss.FORMAT,), kwargs)[ss.FORMAT.key]
     if variant != "custom":
         if user is not None:
             log.warning(
@@ -90,15 +87,14 @@ def rows_from(kwargs: Mapping[str, Any]) -> tuple[data.Source, list[dict[str, An
     `SG_INFILLING_DATA`), else the Hub file `sg_infilling_hub_file` at `sg_infilling_revision`,
     cut to the first `sg_infilling_limit` rows. The tasks and the oracle check both read rows
     here, so the oracle checks the rows the tasks grade."""
+    values = parse_settings((ss.DATA, ss.HUB_FILE, ss.REVISION, ss.LIMIT), kwargs)
     source = data.resolve_source(
-        lookup(kwargs, "sg_infilling_data", env="SG_INFILLING_DATA"),
-        hub_file=lookup(kwargs, "sg_infilling_hub_file"),
-        revision=lookup(kwargs, "sg_infilling_revision"),
+        values[ss.DATA.key], hub_file=values[ss.HUB_FILE.key], revision=values[ss.REVISION.key]
     )
     rows = data.load_rows(source.path)
-    limit = lookup(kwargs, "sg_infilling_limit")
+    limit = values[ss.LIMIT.key]
     if limit is not None:
-        rows = rows[: as_int(limit, "sg_infilling_limit", minimum=1)]
+        rows = rows[:limit]
     return source, rows
 
 
@@ -125,7 +121,7 @@ def build_docs(**kwargs: Any) -> list[dict[str, Any]]:
         row["prompt"] = packed.text
         row["prompt_info"] = json.dumps(packed.summary())
         row["fim_format"] = fmt_json
-        row["grading"] = grading.to_json() if grading else ""
+        row["grading"] = grading.freeze() if grading else ""
         row["data_source"] = f"{source.origin}:{source.path}"
     return rows
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from utils.passk import mean_pass_at_k
-from utils.xcodeeval_data import Problem, read_jsonl
+from lm_eval_tasks.xcodeeval.data import Problem, read_jsonl
+from utils.metrics import pass_at_k
 
 _C_LIKE: tuple[str, ...] = (
     "GNU C",
@@ -244,10 +244,18 @@ def evaluate(
                 )
             )
             by_task[task_id].append((idx, passed))
-    report.pass_at_k = mean_pass_at_k(
-        ([p for _, p in sorted(v)] for v in by_task.values()), list(ks)
-    )
+    report.pass_at_k = _mean_pass_at_k([[p for _, p in v] for v in by_task.values()], ks)
     return report
+
+
+def _mean_pass_at_k(problems: Sequence[Sequence[bool]], ks: Sequence[int]) -> dict[str, float]:
+    """pass@k averaged over problems, as eval_passk reports it; a k that some problem has fewer
+    samples for is left out of the table rather than estimated."""
+    return {
+        f"pass@{k}": sum(pass_at_k(len(p), sum(p), k) for p in problems) / len(problems)
+        for k in ks
+        if problems and all(len(p) >= k for p in problems)
+    }
 
 
 def shared_samples(

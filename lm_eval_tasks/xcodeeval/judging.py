@@ -1,0 +1,121 @@
+"""How xCodeEval judges candidate programs: its limits, comparator and cache choices.
+
+Both the lm-eval tasks (in their judging filter) and the scoring CLI
+(`python -m lm_eval_tasks.xcodeeval.score`) come here, so the choice between our comparator with
+the problem's limits and ExecEval's exists once; the batch itself is `utils.judging`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from execution.types import TestCase
+from lm_eval_tasks.xcodeeval import settings as xs
+from utils.judging import Program, judge_programs
+from utils.settings import Frozen, parse_settings
+
+log = logging.getLogger("xcodeeval")
+
+
+# ExecEval's limits when a request names none (the xCodeEval scripts never do): its default
+# `cpu` of 2 seconds, applied as a wall-clock timeout of cpu x the runtime's time-limit factor,
+# and an RLIMIT_AS of 2 GiB. ExecEval ignores the problem's own time and memory limits.
+EXECEVAL_TIME_LIMIT_S = 2.0
+EXECEVAL_MEMORY_MB = 2048
+
+
+@dataclass(frozen=True)
+class ExecSettings(Frozen):
+    """How programs are judged.
+
+    Default: our comparator, and the problem's own time and memory limits (the engine multiplies
+    the time by the runtime's factor). `execeval_compat` reproduces what ExecEval applied to the
+    paper's numbers: its output comparison (flaws included) and its limits, which ignore the
+    problem: 2 s times the runtime's factor (ExecEval's factors are the engine's) and 2048 MB.
+    Our engine still measures CPU time and enforces memory with a cgroup (see the README).
+    Tests run until the first failure in both modes, as ExecEval does.
+    """
+
+    execeval_compat: bool = False
+    workers: int | None = None
+    cache: str | None = "default"  # "default": the engine's cache dir; None: no cache; else a dir
+
+    @property
+    def comparator(self) -> str:
+        return "execeval" if self.execeval_compat else "default"
+
+    def limits(self, time_limit_s: float, memory_limit_mb: int) -> tuple[float, int]:
+        """(time limit before the runtime factor, memory limit in MB) of a job for a problem
+        with the given limits."""
+        if self.execeval_compat:
+            return EXECEVAL_TIME_LIMIT_S, EXECEVAL_MEMORY_MB
+        return time_limit_s, memory_limit_mb
+
+    def program(
+        self,
+        language: str,
+        source_code: str,
+        tests: tuple[TestCase, ...],
+        time_limit_s: float,
+        memory_limit_mb: int,
+        key: str,
+    ) -> Program:
+        """The engine job of one candidate for a problem with the given limits: limits and
+        comparator as chosen here, tests run until the first failure (as ExecEval does)."""
+        time_s, memory_mb = self.limits(time_limit_s, memory_limit_mb)
+        return Program(
+            language=language,
+            source_code=source_code,
+            tests=tests,
+            time_limit_s=time_s,
+            memory_limit_mb=memory_mb,
+            stop_on_first_fail=True,
+            comparator=self.comparator,
+            id=key,
+        )
+
+    def engine_cache(self) -> Path | None:
+        if self.cache is None:
+            return None
+        if self.cache == "default":
+            from execution.cache import default_cache_dir
+
+            return default_cache_dir()
+        return Path(self.cache)
+
+
+def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:
+    """`xcodeeval_execeval_compat`, `xcodeeval_workers` and `xcodeeval_exec_cache` (a directory,
+    or `none` to judge everything afresh) from metadata or the environment."""
+    values = parse_settings((xs.EXECEVAL_COMPAT, xs.WORKERS, xs.EXEC_CACHE), kwargs)
+    return ExecSettings(
+        values[xs.EXECEVAL_COMPAT.key], values[xs.WORKERS.key], values[xs.EXEC_CACHE.key]
+    )
+
+
+def judge(
+    programs: Sequence[Program],
+    settings: ExecSettings,
+    label: str = "xcodeeval",
+    progress: Callable[..., Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Verdict records ({verdict, failed_test, tests_run, detail, stderr, runtime, limits}) of
+    `programs` (built by `ExecSettings.program`), in input order, from one engine batch."""
+    return judge_programs(
+        programs,
+        workers=settings.workers,
+        cache=settings.engine_cache(),
+        comparator=settings.comparator,
+        label=label,
+        limits_note=(
+            f"ExecEval limits {EXECEVAL_TIME_LIMIT_S:g} s x runtime factor, {EXECEVAL_MEMORY_MB} MB"
+            if settings.execeval_compat
+            else "problem limits x runtime factor"
+        ),
+        progress=progress,
+        logger=log,
+    )

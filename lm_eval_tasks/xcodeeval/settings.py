@@ -1,0 +1,62 @@
+"""xCodeEval's user settings, declared once (read by `utils.settings.parse_settings`).
+
+The README's table of keys is rendered from `SETTINGS` (a test keeps it current).
+"""
+
+from __future__ import annotations
+
+from utils.settings import Setting
+
+SPLITS = ("validation", "test")
+
+SPLIT = Setting(
+    "xcodeeval_split",
+    "choice",
+    "test",
+    "`validation` or `test`",
+    env="XCODEEVAL_SPLIT",
+    choices=SPLITS,
+    default_doc="`test` (`validation` for retrieval)",
+)
+DATA_DIR = Setting(
+    "xcodeeval_data_dir",
+    "text",
+    None,
+    "local copy of the repository",
+    env="XCODEEVAL_DATA",
+    default_doc="Hub",
+)
+SAMPLE_TESTS = Setting(
+    "xcodeeval_sample_tests",
+    "bool",
+    False,
+    "judge on the statement's public sample tests instead of the hidden unit tests",
+    env="XCODEEVAL_SAMPLE_TESTS",
+)
+EXECEVAL_COMPAT = Setting(
+    "xcodeeval_execeval_compat",
+    "bool",
+    False,
+    "ExecEval's output comparison and limits, for numbers comparable with the paper (see below)",
+    env="XCODEEVAL_EXECEVAL_COMPAT",
+)
+WORKERS = Setting(
+    "xcodeeval_workers",
+    "int",
+    None,
+    "engine worker count",
+    env="XCODEEVAL_WORKERS",
+    minimum=1,
+    blank_is_unset=True,
+    default_doc="CPUs",
+)
+EXEC_CACHE = Setting(
+    "xcodeeval_exec_cache",
+    "dir_or_off",
+    "default",
+    "verdict cache directory, or `none`",
+    env="XCODEEVAL_EXEC_CACHE",
+    default_doc="engine default (`$CODE_EVAL_CACHE/exec`)",
+)
+
+SETTINGS = (DATA_DIR, SPLIT, SAMPLE_TESTS, EXECEVAL_COMPAT, WORKERS, EXEC_CACHE)
