@@ -151,3 +151,19 @@ def test_cli_backend_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["verdict"] == "PASSED"
     assert out["isolation"]["backend"] == "recording"
+
+
+def test_benchmark_settings_choose_the_backend() -> None:
+    """`exec_backend` in lm-eval metadata reaches the engine; a wrong name fails early."""
+    from utils.xcodeeval_exec import ExecSettings, Program, judge_programs, settings_from
+
+    assert settings_from({}).exec_backend == "local"
+    settings = settings_from({"exec_backend": "recording", "xcodeeval_exec_cache": "none"})
+    assert settings.exec_backend == "recording"
+    assert ExecSettings.from_dict(settings.to_dict()) == settings
+    with pytest.raises(ValueError, match="unknown backend 'nowhere'"):
+        settings_from({"exec_backend": "nowhere"})
+    tests = [{"input": "3\n", "output": ["6"]}]
+    prog = Program("Python 3", ECHO_DOUBLE, tests, 2.0, 256, key="p")
+    records = judge_programs([prog], settings, progress=lambda done, total: None)
+    assert records[0]["verdict"] == "PASSED"

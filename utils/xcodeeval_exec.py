@@ -54,6 +54,7 @@ class ExecSettings:
     execeval_compat: bool = False
     workers: int | None = None
     cache: str | None = "default"  # "default": the engine's cache dir; None: no cache; else a dir
+    exec_backend: str = "local"  # the engine backend programs run on (execution.backends)
 
     @property
     def comparator(self) -> str:
@@ -83,8 +84,9 @@ class ExecSettings:
 
 
 def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:
-    """`xcodeeval_execeval_compat`, `xcodeeval_workers` and `xcodeeval_exec_cache` (a directory,
-    or `none` to judge everything afresh) from metadata or the environment."""
+    """`xcodeeval_execeval_compat`, `xcodeeval_workers`, `xcodeeval_exec_cache` (a directory,
+    or `none` to judge everything afresh) and `exec_backend` (a registered engine backend,
+    default `local`) from metadata or the environment."""
     compat = as_bool(
         lookup(kwargs, "xcodeeval_execeval_compat", env="XCODEEVAL_EXECEVAL_COMPAT", default=False),
         "xcodeeval_execeval_compat",
@@ -93,12 +95,17 @@ def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:
     cache = lookup(kwargs, "xcodeeval_exec_cache", env="XCODEEVAL_EXEC_CACHE", default="default")
     if str(cache).strip().lower() in {"none", *FALSE_WORDS}:
         cache = None
+    backend = str(lookup(kwargs, "exec_backend", env="CODE_EVAL_EXEC_BACKEND", default="local"))
+    from execution.backends import get_backend
+
+    get_backend(backend)  # an unknown name fails here, naming the registered ones
     return ExecSettings(
         compat,
         None
         if workers in (None, "")
         else as_int(workers, "xcodeeval_workers", env="XCODEEVAL_WORKERS", minimum=1),
         cache,
+        backend,
     )
 
 
@@ -160,7 +167,10 @@ def judge_programs(
             )
         )
     engine = Engine(
-        workers=settings.workers, cache=settings.engine_cache(), comparator=settings.comparator
+        workers=settings.workers,
+        cache=settings.engine_cache(),
+        comparator=settings.comparator,
+        backend=settings.exec_backend,
     )
     bar = None
     if progress is None:
