@@ -167,3 +167,39 @@ def test_benchmark_settings_choose_the_backend() -> None:
     prog = Program("Python 3", ECHO_DOUBLE, tests, 2.0, 256, key="p")
     records = judge_programs([prog], settings, progress=lambda done, total: None)
     assert records[0]["verdict"] == "PASSED"
+
+
+def test_suites_judge_on_the_chosen_backend(backend_name: str) -> None:
+    """`pytest --backend NAME` reaches every `Engine()` of the engine suites."""
+    r = Engine(workers=1).judge(_job("Python 3", ECHO_DOUBLE))
+    assert r.verdict is Verdict.PASSED
+    assert r.isolation["backend"] == backend_name
+
+
+def test_repository_graders_by_name() -> None:
+    """Graders come from a registry with typed configurations, not `if grader == ...`."""
+    from execution.repo_tests.local import LocalConfig
+    from execution.repo_tests.swebench_backend import SwebenchConfig
+    from lm_eval_tasks.code_infilling.grading import (
+        GRADER_REGISTRY,
+        GradingSettings,
+        LocalGrader,
+        SwebenchGrader,
+        grader_for,
+    )
+
+    assert set(GRADER_REGISTRY) == {"local", "swebench"}
+    local = GradingSettings.from_kwargs({"grader": "local", "repos_dir": "/nowhere"})
+    grader = grader_for(local)
+    assert isinstance(grader, LocalGrader)
+    assert isinstance(grader.config(local), LocalConfig)
+    assert grader.preflight([], GradingSettings(grader="local")) == [
+        'the local grader needs "repos_dir" (a folder of <owner>__<name> git checkouts)'
+    ]
+    swe = GradingSettings.from_kwargs({})
+    assert isinstance(grader_for(swe), SwebenchGrader)
+    assert isinstance(SwebenchGrader().config(swe), SwebenchConfig)
+    with pytest.raises(ValueError, match="unknown grader 'docker'"):
+        grader_for(GradingSettings(grader="docker"))
+    with pytest.raises(ValueError, match="docker"):
+        GradingSettings.from_kwargs({"grader": "docker"})
