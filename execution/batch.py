@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from execution.cache import ResultCache, job_key
+from execution.backends import Backend
+from execution.cache import ResultCache
 from execution.engine import Engine
 from execution.jobfile import read_jobs
 from execution.languages import resolve
@@ -61,16 +62,17 @@ def run_batch(
     show_progress: bool = True,
     chunk_size: int = 256,
     isolation: str = "required",
+    backend: str | Backend | None = None,
 ) -> BatchStats:
     """Judge every line of `input_path` into `output_path`; raises DataError on a bad line.
-    `isolation` is the sandbox policy (see `Engine`)."""
+    `isolation` is the policy and `backend` where programs run (see `Engine`)."""
+    engine = Engine(workers=workers, cache=cache, isolation=isolation, backend=backend)
     keys: list[str] = []
     for _, job in read_jobs(input_path, comparator):  # pass 1: validate everything first
-        keys.append(job_key(job, resolve(job.language)))
+        keys.append(engine.key(job, resolve(job.language)))
     uses = Counter(keys)
     stats = BatchStats(total=len(keys), unique=len(uses), duplicates=len(keys) - len(uses))
 
-    engine = Engine(workers=workers, cache=cache, isolation=isolation)
     output_path = Path(output_path)
     partial = output_path.with_name(output_path.name + ".partial")
     progress = Progress(stats.unique, desc="judging", enabled=show_progress)

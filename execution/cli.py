@@ -16,7 +16,7 @@ from typing import Any
 
 from execution.compare import MODES
 from execution.errors import DataError
-from execution.sandbox import ISOLATION_POLICIES
+from execution.isolation import ISOLATION_POLICIES
 from execution.types import Job, Verdict
 
 EXIT_OK, EXIT_INFRA, EXIT_USAGE = 0, 1, 2
@@ -140,6 +140,11 @@ def _add_isolation(parser: argparse.ArgumentParser) -> None:
         help="required (default): refuse unless every sandbox layer is available; best-effort: "
         "run with what the host offers, each result lists the missing layers",
     )
+    parser.add_argument(
+        "--backend",
+        default=None,
+        help="where programs run: a registered backend name (default: local)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -147,7 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "isolation", None) is not None:
         from execution.engine import isolation_refusal
 
-        refusal = isolation_refusal(args.isolation)
+        try:
+            refusal = isolation_refusal(args.isolation, args.backend)
+        except ValueError as exc:  # an unknown backend name
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         if refusal:
             print(f"error: {refusal}", file=sys.stderr)
             return EXIT_INFRA
@@ -190,7 +199,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         comparator=args.comparator,
         id=str(args.source),
     )
-    result = Engine(workers=1, isolation=args.isolation).judge(job)
+    result = Engine(workers=1, isolation=args.isolation, backend=args.backend).judge(job)
     print(json.dumps(output_record(result)))
     if result.verdict is Verdict.INFRA_ERROR:
         print(f"error: engine failure: {result.detail}", file=sys.stderr)
@@ -214,6 +223,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         comparator=args.comparator,
         show_progress=not args.no_progress,
         isolation=args.isolation,
+        backend=args.backend,
     )
     # One parseable line: how many programs were run, served from the cache, or deduplicated.
     print(f"stats: {json.dumps(stats.to_dict())}", file=sys.stderr)
@@ -308,6 +318,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         mode=args.mode,
         queue_size=args.queue_size,
         isolation=args.isolation,
+        backend=args.backend,
     )
     return EXIT_OK
 

@@ -18,23 +18,26 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from execution.backends import Backend, get_backend
 from execution.cache import ResultCache, job_key
 from execution.compare import MODES
 from execution.compile_cache import CompileCache
 from execution.inputs import DEFAULT_INPUT_LIMITS, InputLimits, validate_job
+from execution.isolation import check_policy
 from execution.languages import Runtime, resolve
 from execution.limits import cpu_count
 from execution.runner import judge_with
-from execution.sandbox import check_policy, host_isolation
 from execution.types import Job, Result, Verdict
 
 
 class Engine:
     """Judge programs. `comparator` applies to jobs that keep the default comparator.
 
-    `isolation` is the sandbox policy: "required" (default) judges a program only in a sandbox
-    with every layer of `sandbox.REQUIRED_LAYERS`, else its result is an INFRA_ERROR naming the
-    missing layers; "best-effort" runs with what the host offers (results list what is missing).
+    `isolation` is the policy: "required" (default) judges a program only in a session with
+    every layer its backend promises (`Backend.required_layers`), else its result is an
+    INFRA_ERROR naming the missing layers; "best-effort" runs with what the host offers (results
+    list what is missing). `backend` is where programs run: a registered name
+    (`execution.backends`, default "local") or a `Backend` instance.
     """
 
     def __init__(
@@ -44,10 +47,12 @@ class Engine:
         comparator: str = "default",
         isolation: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+        backend: str | Backend | None = None,
     ) -> None:
         if comparator not in MODES:
             raise ValueError(f"unknown comparator {comparator!r}; use one of {MODES}")
         self.isolation = check_policy(isolation)
+        self.backend = get_backend(backend)  # unknown names raise ValueError
         self.workers = max(1, int(workers)) if workers else cpu_count()
         if cache is None or isinstance(cache, ResultCache):
             self.cache = cache
@@ -64,7 +69,12 @@ class Engine:
 
     def isolation_refusal(self) -> str:
         """Why this engine's policy cannot judge anything on this host ("" when it can)."""
-        return isolation_refusal(self.isolation)
+        return self.backend.host_refusal(self.isolation)
+
+    def key(self, job: Job, runtime: Runtime) -> str:
+        """Cache key of an effective `job` judged by `runtime` on this engine's backend (the
+        local backend's keys are those of caches made before backends existed)."""
+        return job_key(job, self.backend.runtime_fingerprint(runtime))
 
     # -- single job -------------------------------------------------------------------------
 
@@ -80,7 +90,7 @@ class Engine:
     def judge(self, job: Job) -> Result:
         """Judge one program (cache first)."""
         eff, runtime = self._effective(job)
-        key = job_key(eff, runtime) if self.cache is not None else ""
+        key = self.key(eff, runtime) if self.cache is not None else ""
         return self._judge_resolved(eff, runtime, key, job.id)
 
     def judge_as(self, job: Job, runtime: Runtime) -> Result:
@@ -88,7 +98,7 @@ class Engine:
         language (e.g. ExecEval's compile and run commands over a registry runtime; the
         runtime's fingerprint covers its commands, so cache keys stay distinct)."""
         eff, _ = self._effective(job)
-        key = job_key(eff, runtime) if self.cache is not None else ""
+        key = self.key(eff, runtime) if self.cache is not None else ""
         return self._judge_resolved(eff, runtime, key, job.id)
 
     def _judge_resolved(self, job: Job, runtime: Runtime, key: str, job_id: str) -> Result:
@@ -115,7 +125,9 @@ class Engine:
                         runtime=runtime.info(),
                         detail=f"runtime {runtime.name} unavailable: {runtime.reason}",
                     )
-                return judge_with(runtime, job, self.compiled, self.isolation, self.input_limits)
+                return judge_with(
+                    runtime, job, self.compiled, self.isolation, self.input_limits, self.backend
+                )
             except Exception as exc:  # an engine bug must not become the program's fault
                 return Result(
                     verdict=Verdict.INFRA_ERROR,
@@ -133,11 +145,11 @@ class Engine:
     ) -> list[Result]:
         """Judge every job (results in input order); identical jobs are judged once.
 
-        `keys`, when given, are the jobs' cache keys (`job_key` of each job as this engine
+        `keys`, when given, are the jobs' cache keys (`Engine.key` of each job as this engine
         judges it), so a caller that already computed them does not hash every job again."""
         prepared = [self._effective(j) for j in jobs]  # unknown languages fail before any work
         if keys is None:
-            keys = [job_key(eff, rt) for eff, rt in prepared]
+            keys = [self.key(eff, rt) for eff, rt in prepared]
         elif len(keys) != len(jobs):
             raise ValueError(f"{len(keys)} keys for {len(jobs)} jobs")
         groups: dict[str, list[int]] = {}
@@ -173,24 +185,11 @@ class Engine:
         return [r for r in results if r is not None]
 
 
-def isolation_refusal(policy: str) -> str:
-    """Why `policy` cannot judge anything on this host ("" when it can), from the once-per-process
+def isolation_refusal(policy: str, backend: str | Backend | None = None) -> str:
+    """Why `policy` cannot judge anything on `backend` ("" when it can), from its once-per-process
     probe; for front ends (CLI, server) that should refuse before taking any work."""
-    if check_policy(policy) != "required":
-        return ""
-    host = host_isolation()
-    if not host.launcher:
-        return ""  # no launcher at all: every job reports that as its INFRA_ERROR
-    missing = [] if host.namespaces else ["namespaces"]
-    missing += [] if host.seccomp else ["seccomp"]
-    if not missing:
-        return ""
-    return (
-        f"isolation policy 'required' refused: this host lacks {' and '.join(missing)}"
-        f"{f' ({host.detail})' if host.detail else ''}; run as root (or enable unprivileged "
-        "user namespaces, install libseccomp-dev), or pass --isolation best-effort to judge "
-        "with fewer layers (every result then lists the missing ones)"
-    )
+    check_policy(policy)
+    return get_backend(backend).host_refusal(policy)
 
 
 def _safe_info(runtime: Runtime) -> dict[str, object]:

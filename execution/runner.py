@@ -17,12 +17,14 @@ import contextlib
 import errno
 from collections.abc import Sequence
 
+from execution.backends.base import Backend, Session
+from execution.backends.local import LocalBackend
 from execution.compare import outputs_match
 from execution.compile_cache import CompileCache, CompiledEntry, compile_key
 from execution.inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
 from execution.languages import Runtime, java_layout
 from execution.limits import COMPILE_LIMITS, MB, Limits, run_limits
-from execution.sandbox import CommandOutcome, Sandbox, SandboxError, default_env
+from execution.sandbox import CommandOutcome, SandboxError, default_env
 from execution.types import CompileResult, Job, Result, TestResult, Verdict
 
 #: characters of stdout/stderr kept in results (reporting only; comparison sees everything)
@@ -90,9 +92,11 @@ def judge_with(
     compiled: CompileCache | None = None,
     isolation: str = "required",
     input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+    backend: Backend | None = None,
 ) -> Result:
     """Judge `job` with `runtime` (already resolved and available) and `job.comparator`;
-    `compiled` caches compilations across jobs; `isolation` is the sandbox policy. A source over `input_limits.source_bytes` is a
+    `compiled` caches compilations across jobs; `isolation` is the policy; `backend` runs
+    the program (the local sandbox by default). A source over `input_limits.source_bytes` is a
     COMPILATION_ERROR without any sandbox (it would not fit the work dir anyway)."""
     too_large = source_too_large(job.source_code, input_limits)
     if too_large:
@@ -118,24 +122,37 @@ def judge_with(
         runtime.as_headroom_mb,
         job.overrides,
     )
+    session_backend = backend if backend is not None else LocalBackend()
     try:
-        sandbox = Sandbox(
-            ro_paths=runtime.extra_ro_paths,
+        sandbox = session_backend.open_session(
             files={values["source"]: job.source_code.encode("utf-8", "surrogatepass")},
             purposes=("compile", "run"),
-            isolation=isolation,
+            policy=isolation,
+            ro_paths=runtime.extra_ro_paths,
         )
     except (SandboxError, OSError) as exc:
         result.verdict = Verdict.INFRA_ERROR
         result.detail = f"sandbox could not be built: {exc}"
         return result
-    with sandbox:
+    try:
         result.isolation = sandbox.isolation_snapshot()
+        result.isolation["backend"] = session_backend.name
         try:
-            _compile_and_run(sandbox, runtime, job, values, limits, result, compiled)
+            _compile_and_run(
+                sandbox,
+                runtime,
+                job,
+                values,
+                limits,
+                result,
+                compiled,
+                session_backend.runtime_fingerprint(runtime),
+            )
         except SandboxError as exc:
             result.verdict = Verdict.INFRA_ERROR
             result.detail = f"sandbox failed: {exc}"
+    finally:
+        sandbox.close()
     return result
 
 
@@ -147,12 +164,13 @@ ARCHIVE_EXCLUDES = ("--exclude=./.cache", "--exclude=./.go")
 
 
 def _compile(
-    sandbox: Sandbox,
+    sandbox: Session,
     runtime: Runtime,
     job: Job,
     values: dict[str, str],
     result: Result,
     compiled: CompileCache | None,
+    fingerprint: str,
 ) -> bool:
     """Compile (or restore a cached compile); False when the program cannot run."""
     assert runtime.compile is not None
@@ -161,7 +179,7 @@ def _compile(
     key = ""
     if compiled is not None:
         layout = {k: values[k] for k in ("source", "class", "main_class")}
-        key = compile_key(runtime.fingerprint(), job.source_code, layout)
+        key = compile_key(fingerprint or runtime.fingerprint(), job.source_code, layout)
         hit = compiled.get(key)
         if hit is not None and not hit.ok:
             result.compile = CompileResult(
@@ -230,17 +248,18 @@ def _compile(
 
 
 def _compile_and_run(
-    sandbox: Sandbox,
+    sandbox: Session,
     runtime: Runtime,
     job: Job,
     values: dict[str, str],
     limits: Limits,
     result: Result,
     compiled: CompileCache | None = None,
+    fingerprint: str = "",
 ) -> None:
     workdir = sandbox.workdir
     if runtime.compile is not None and not _compile(
-        sandbox, runtime, job, values, result, compiled
+        sandbox, runtime, job, values, result, compiled, fingerprint
     ):
         return
     env = default_env(workdir) | runtime.run_env

@@ -56,6 +56,14 @@ from typing import Any, BinaryIO
 from execution import cgroups
 from execution.cache import cache_root
 from execution.fstree import chown_tree, remove_tree
+from execution.isolation import (
+    ISOLATION_POLICIES,
+    LAYERS,
+    REQUIRED_LAYERS,
+    check_policy,
+    inactive_layers,
+    policy_refusal,
+)
 from execution.limits import MB, Limits, cpu_count
 
 log = logging.getLogger(__name__)
@@ -72,10 +80,6 @@ TEST_FAIL_STAGE: tuple[str, str] | None = None
 #: the sandbox init's argv[0], all that /proc/1/cmdline shows inside (its configuration comes
 #: through its stdin)
 INIT_NAME = "sandbox-init"
-
-#: isolation policies: "required" (the default) refuses to run a program unless every layer of
-#: REQUIRED_LAYERS is active; "best-effort" runs with what the host offers and lists the rest
-ISOLATION_POLICIES: tuple[str, ...] = ("required", "best-effort")
 
 #: directories a toolchain may need, bound read-only (absent ones are skipped)
 SYSTEM_RO_PATHS: tuple[str, ...] = (
@@ -109,38 +113,6 @@ MASKED_PATHS: tuple[str, ...] = (
     "/etc/ssl/private",
 )
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-LAYERS: tuple[str, ...] = (
-    "private_workdir",
-    "env_allowlist",
-    "new_session",
-    "rlimits",
-    "pid_namespace",
-    "net_namespace",
-    "mount_namespace",
-    "ipc_namespace",
-    "uts_namespace",
-    "fs_view",
-    "unprivileged_uid",
-    "seccomp",
-    "cgroup",
-)
-
-
-#: what `required` demands: namespaces, the private file-system view and seccomp (as root the
-#: uid switch is active too; rootless, a user namespace stands in for it)
-REQUIRED_LAYERS: tuple[str, ...] = (
-    "private_workdir",
-    "env_allowlist",
-    "new_session",
-    "rlimits",
-    "pid_namespace",
-    "net_namespace",
-    "mount_namespace",
-    "ipc_namespace",
-    "uts_namespace",
-    "fs_view",
-    "seccomp",
-)
 
 
 class SandboxError(RuntimeError):
@@ -149,13 +121,6 @@ class SandboxError(RuntimeError):
 
 class IsolationRefused(SandboxError):
     """The policy demands a layer this host cannot give: nothing was run."""
-
-
-def check_policy(policy: str) -> str:
-    """`policy` if it is one of ISOLATION_POLICIES, else ValueError naming them."""
-    if policy not in ISOLATION_POLICIES:
-        raise ValueError(f"unknown isolation policy {policy!r}; use one of {ISOLATION_POLICIES}")
-    return policy
 
 
 def default_env(home: str = "/box") -> dict[str, str]:
@@ -294,11 +259,6 @@ def _isolation_template(policy: str = "required") -> dict[str, Any]:
         "user_namespace": False,
         "notes": [],
     }
-
-
-def inactive_layers(isolation: Mapping[str, Any]) -> list[str]:
-    """Names of the isolation layers that were not active for a result."""
-    return [name for name in LAYERS if not isolation.get(name)]
 
 
 _uid_lock = threading.Lock()
@@ -571,14 +531,9 @@ class Sandbox:
             self._start_plain(launcher, args, files, box, is_root)
         missing = inactive_layers(iso)
         iso["missing"] = missing
-        refused = [name for name in REQUIRED_LAYERS if name in missing]
-        # a limit held per process only is a missing protection too (e.g. CPU time of children)
-        refused += [f"{name} limit" for name in iso.get("unenforced", ())]
-        if refused and self.policy == "required":
-            raise IsolationRefused(
-                f"isolation policy 'required' refused to run: layers {', '.join(refused)} are "
-                "not active here; choose --isolation best-effort to run without them"
-            )
+        refusal = policy_refusal(self.policy, REQUIRED_LAYERS, iso)
+        if refusal:
+            raise IsolationRefused(refusal)
 
     def _start_namespaces(
         self,

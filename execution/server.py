@@ -588,10 +588,11 @@ def make_server(
     header_timeout: float = HEADER_TIMEOUT_S,
     body_timeout: float = BODY_TIMEOUT_S,
     isolation: str = "required",
+    backend: str | None = None,
 ) -> ExecServer:
     return ExecServer(
         (host, port),
-        Engine(workers=workers, isolation=isolation),
+        Engine(workers=workers, isolation=isolation, backend=backend),
         comparator=comparator,
         mode=mode,
         queue_size=queue_size,
@@ -608,8 +609,11 @@ def serve(
     mode: str = "default",
     queue_size: int = DEFAULT_QUEUE_SIZE,
     isolation: str = "required",
+    backend: str | None = None,
 ) -> None:
-    server = make_server(host, port, workers, comparator, mode, queue_size, isolation=isolation)
+    server = make_server(
+        host, port, workers, comparator, mode, queue_size, isolation=isolation, backend=backend
+    )
     bound_host, bound_port = server.server_address[:2]
     print(
         f"serving the ExecEval-compatible API ({mode} mode) on "

@@ -125,3 +125,29 @@ def repos(tmp_path: Path) -> Path:
     require_binary("git")
     build_repos(tmp_path / "repos")
     return tmp_path / "repos"
+
+
+# -- backends ---------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        default="local",
+        help="engine backend the engine suites judge with (registered name; default local; "
+        "'recording' is the tests' own delegating backend)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from execution.backends import set_default_backend
+    from tests.recording_backend import register
+
+    register()
+    set_default_backend(config.getoption("backend"))
+
+
+@pytest.fixture(scope="session")
+def backend_name(pytestconfig: pytest.Config) -> str:
+    """The backend every `Engine()` of this run judges with (`--backend NAME`)."""
+    return str(pytestconfig.getoption("backend"))

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from execution import Engine, Job, TestCase, Verdict
-from execution import runner as runner_mod
 from execution import sandbox as sandbox_mod
+from execution.backends import local as local_backend
 from execution.cache import cache_root
 from execution.cli import main as cli_main
 from execution.fstree import chown_tree, remove_tree
@@ -140,7 +140,7 @@ def test_source_larger_than_the_box_never_runs_outside_namespaces(
     the program on the host (1 MiB box, 2 MiB source: the same path as 512 MiB and more)."""
     require_runtime("Python 3")
     _require_full_sandbox()
-    monkeypatch.setattr(runner_mod, "Sandbox", functools.partial(Sandbox, box_mb=1))
+    monkeypatch.setattr(local_backend, "Sandbox", functools.partial(Sandbox, box_mb=1))
     marker = tmp_path / "escaped"
     for policy in ("required", "best-effort"):
         r = Engine(workers=1, isolation=policy).judge(_escape_job(marker, padding=2 << 20))

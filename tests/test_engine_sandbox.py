@@ -199,12 +199,12 @@ def test_engine_failure_is_infra_error_not_raised(monkeypatch: pytest.MonkeyPatc
 
 def test_sandbox_build_failure_is_infra_error(monkeypatch: pytest.MonkeyPatch) -> None:
     require_binary("gcc")
-    from execution import runner
+    from execution.backends import local
 
     def no_sandbox(*args: object, **kwargs: object) -> Sandbox:
         raise SandboxError("no namespaces today")
 
-    monkeypatch.setattr(runner, "Sandbox", no_sandbox)
+    monkeypatch.setattr(local, "Sandbox", no_sandbox)
     r = Engine(workers=1).judge(_lucky_job(1, "q"))
     assert r.verdict is Verdict.INFRA_ERROR and "no namespaces today" in r.detail
 

@@ -67,6 +67,7 @@ def judge_programs(
     cache: Path | None,
     comparator: str,
     label: str,
+    backend: str = "local",
     limits_note: str = "",
     progress: Callable[..., Any] | None = None,
     logger: logging.Logger | None = None,
@@ -80,7 +81,7 @@ def judge_programs(
     from execution import Engine
 
     jobs = list(programs)
-    engine = Engine(workers=workers, cache=cache, comparator=comparator)
+    engine = Engine(workers=workers, cache=cache, comparator=comparator, backend=backend)
     bar = None
     if progress is None:
         from execution.progress import Progress

@@ -14,12 +14,16 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from execution.repo_tests import RepoTestJob, RepoTestOutcome
 from lm_eval_tasks.code_infilling.settings import GRADING_SETTINGS
 from lm_eval_tasks.code_infilling.stitch import model_patch, stitched_file
 from utils.settings import Frozen, parse_settings, regroup
+
+if TYPE_CHECKING:
+    from execution.repo_tests.local import LocalConfig
+    from execution.repo_tests.swebench_backend import SwebenchConfig
 
 log = logging.getLogger(__name__)
 
@@ -84,54 +88,111 @@ def job_for(doc: Mapping[str, Any], middle: str) -> RepoTestJob:
     )
 
 
-def _local_config(settings: GradingSettings) -> Any:
-    from execution.repo_tests.in_sandbox import TEST_LIMITS
-    from execution.repo_tests.local import LocalConfig
+class Grader(Protocol):
+    """A repository grader: checks up front whether it can run, then grades a batch of jobs.
+    Each one builds its own typed configuration from the shared `GradingSettings`."""
 
-    limits = TEST_LIMITS.scaled(
-        cpu_s=settings.test_cpu_s, wall_s=settings.test_wall_s, memory_mb=settings.test_memory_mb
-    )
-    return LocalConfig(
-        repos_dir=Path(settings.repos_dir).expanduser(),
-        test_cmd=tuple(shlex.split(settings.test_cmd)),
-        log_parser=settings.log_parser,
-        limits=limits,
-        workers=settings.workers,
-    )
+    name: str
+
+    def preflight(self, jobs: Sequence[RepoTestJob], settings: GradingSettings) -> list[str]:
+        """Every reason grading could not succeed here (empty when it can)."""
+        ...
+
+    def grade_many(
+        self, jobs: Sequence[RepoTestJob], settings: GradingSettings
+    ) -> list[RepoTestOutcome]:
+        """One outcome per job, in order."""
+        ...
 
 
-def _swebench_config(settings: GradingSettings) -> Any:
-    from execution.repo_tests.swebench_backend import SwebenchConfig
+class LocalGrader:
+    """Runs each repository's test command in the engine's sandbox on this host."""
 
-    namespace = settings.swebench_namespace
-    return SwebenchConfig(
-        work_dir=Path(settings.swebench_work_dir).expanduser()
-        if settings.swebench_work_dir
-        else None,
-        model_name=settings.model_name,
-        namespace=None if namespace.lower() in {"", "none"} else namespace,
-        max_workers=settings.workers,
-        timeout_s=settings.swebench_timeout_s,
-        allow_pull=settings.swebench_allow_pull,
-    )
+    name = "local"
+
+    def config(self, settings: GradingSettings) -> LocalConfig:
+        from execution.repo_tests.in_sandbox import TEST_LIMITS
+        from execution.repo_tests.local import LocalConfig
+
+        limits = TEST_LIMITS.scaled(
+            cpu_s=settings.test_cpu_s,
+            wall_s=settings.test_wall_s,
+            memory_mb=settings.test_memory_mb,
+        )
+        return LocalConfig(
+            repos_dir=Path(settings.repos_dir).expanduser(),
+            test_cmd=tuple(shlex.split(settings.test_cmd)),
+            log_parser=settings.log_parser,
+            limits=limits,
+            workers=settings.workers,
+        )
+
+    def preflight(self, jobs: Sequence[RepoTestJob], settings: GradingSettings) -> list[str]:
+        from execution.repo_tests import local
+
+        if not settings.repos_dir:
+            return [
+                'the local grader needs "repos_dir" (a folder of <owner>__<name> git checkouts)'
+            ]
+        return local.preflight(jobs, self.config(settings))
+
+    def grade_many(
+        self, jobs: Sequence[RepoTestJob], settings: GradingSettings
+    ) -> list[RepoTestOutcome]:
+        from execution.repo_tests import local
+
+        return local.grade_many(jobs, self.config(settings))
+
+
+class SwebenchGrader:
+    """Delegates to the SWE-bench harness (its Docker images)."""
+
+    name = "swebench"
+
+    def config(self, settings: GradingSettings) -> SwebenchConfig:
+        from execution.repo_tests.swebench_backend import SwebenchConfig
+
+        namespace = settings.swebench_namespace
+        return SwebenchConfig(
+            work_dir=Path(settings.swebench_work_dir).expanduser()
+            if settings.swebench_work_dir
+            else None,
+            model_name=settings.model_name,
+            namespace=None if namespace.lower() in {"", "none"} else namespace,
+            max_workers=settings.workers,
+            timeout_s=settings.swebench_timeout_s,
+            allow_pull=settings.swebench_allow_pull,
+        )
+
+    def preflight(self, jobs: Sequence[RepoTestJob], settings: GradingSettings) -> list[str]:
+        from execution.repo_tests import swebench_backend
+
+        return swebench_backend.preflight(jobs, self.config(settings))
+
+    def grade_many(
+        self, jobs: Sequence[RepoTestJob], settings: GradingSettings
+    ) -> list[RepoTestOutcome]:
+        from execution.repo_tests import swebench_backend
+
+        return swebench_backend.grade_many(jobs, self.config(settings))
+
+
+#: graders by the name `sg_infilling_grader` takes; a new grader is one more entry
+GRADER_REGISTRY: dict[str, Grader] = {"swebench": SwebenchGrader(), "local": LocalGrader()}
+
+
+def grader_for(settings: GradingSettings) -> Grader:
+    """The registered grader `settings.grader` names (ValueError naming the known ones)."""
+    grader = GRADER_REGISTRY.get(settings.grader)
+    if grader is None:
+        raise ValueError(f"unknown grader {settings.grader!r}; use one of {tuple(GRADER_REGISTRY)}")
+    return grader
 
 
 def preflight(rows: Sequence[Mapping[str, Any]], settings: GradingSettings) -> None:
     """Raise GradingUnavailable, listing every problem, when grading could not succeed."""
     jobs = [job_for(row, str(row["middle"])) for row in rows]
-    if settings.grader == "local":
-        from execution.repo_tests import local
-
-        if not settings.repos_dir:
-            problems = [
-                'the local grader needs "repos_dir" (a folder of <owner>__<name> git checkouts)'
-            ]
-        else:
-            problems = local.preflight(jobs, _local_config(settings))
-    else:
-        from execution.repo_tests import swebench_backend
-
-        problems = swebench_backend.preflight(jobs, _swebench_config(settings))
+    problems = grader_for(settings).preflight(jobs, settings)
     if problems:
         shown = "\n  - ".join(problems[:20])
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
@@ -149,15 +210,7 @@ def grade(docs: Sequence[Mapping[str, Any]], middles: Sequence[str]) -> list[dic
     for settings, members in regroup(docs, "grading", GradingSettings.thaw):
         jobs = [job_for(docs[i], middles[i]) for i in members]
         log.info("grading %d infilling rows with the %s grader", len(jobs), settings.grader)
-        graded: list[RepoTestOutcome]
-        if settings.grader == "local":
-            from execution.repo_tests import local
-
-            graded = local.grade_many(jobs, _local_config(settings))
-        else:
-            from execution.repo_tests import swebench_backend
-
-            graded = swebench_backend.grade_many(jobs, _swebench_config(settings))
+        graded = grader_for(settings).grade_many(jobs, settings)
         for i, outcome, job in zip(members, graded, jobs, strict=True):
             if outcome.error:
                 log.warning("grading error for %s: %s", outcome.id, outcome.error)

@@ -43,6 +43,7 @@ class ExecSettings(Frozen):
     execeval_compat: bool = False
     workers: int | None = None
     cache: str | None = "default"  # "default": the engine's cache dir; None: no cache; else a dir
+    exec_backend: str = "local"  # the engine backend programs run on (execution.backends)
 
     @property
     def comparator(self) -> str:
@@ -89,11 +90,19 @@ class ExecSettings(Frozen):
 
 
 def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:
-    """`xcodeeval_execeval_compat`, `xcodeeval_workers` and `xcodeeval_exec_cache` (a directory,
-    or `none` to judge everything afresh) from metadata or the environment."""
-    values = parse_settings((xs.EXECEVAL_COMPAT, xs.WORKERS, xs.EXEC_CACHE), kwargs)
+    """`xcodeeval_execeval_compat`, `xcodeeval_workers`, `xcodeeval_exec_cache` (a directory,
+    or `none` to judge everything afresh) and `exec_backend` from metadata or the environment."""
+    from execution.backends import get_backend
+
+    values = parse_settings(
+        (xs.EXECEVAL_COMPAT, xs.WORKERS, xs.EXEC_CACHE, xs.EXEC_BACKEND), kwargs
+    )
+    get_backend(values[xs.EXEC_BACKEND.key])  # an unknown name fails here, naming the known ones
     return ExecSettings(
-        values[xs.EXECEVAL_COMPAT.key], values[xs.WORKERS.key], values[xs.EXEC_CACHE.key]
+        values[xs.EXECEVAL_COMPAT.key],
+        values[xs.WORKERS.key],
+        values[xs.EXEC_CACHE.key],
+        values[xs.EXEC_BACKEND.key],
     )
 
 
@@ -110,6 +119,7 @@ def judge(
         workers=settings.workers,
         cache=settings.engine_cache(),
         comparator=settings.comparator,
+        backend=settings.exec_backend,
         label=label,
         limits_note=(
             f"ExecEval limits {EXECEVAL_TIME_LIMIT_S:g} s x runtime factor, {EXECEVAL_MEMORY_MB} MB"

@@ -59,4 +59,12 @@ EXEC_CACHE = Setting(
     default_doc="engine default (`$CODE_EVAL_CACHE/exec`)",
 )
 
-SETTINGS = (DATA_DIR, SPLIT, SAMPLE_TESTS, EXECEVAL_COMPAT, WORKERS, EXEC_CACHE)
+EXEC_BACKEND = Setting(
+    "exec_backend",
+    "text",
+    "local",
+    "the engine backend programs run on (a name registered in `execution.backends`)",
+    env="CODE_EVAL_EXEC_BACKEND",
+)
+
+SETTINGS = (DATA_DIR, SPLIT, SAMPLE_TESTS, EXECEVAL_COMPAT, WORKERS, EXEC_CACHE, EXEC_BACKEND)

@@ -1,0 +1,112 @@
+"""The backend interface: where and how a program's commands run.
+
+A backend opens one `Session` per program (its files copied in, cgroup sets per purpose such as
+"compile" and "run"), runs commands in it under `Limits` (each returning a `CommandOutcome`),
+reports the session's isolation, and says how a `Runtime` is fingerprinted where it runs. The
+runner only talks to this interface; the isolation policy is checked here, once, for every
+backend (`open_session`), against the layers the backend declares it provides.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from execution.isolation import LAYERS, check_policy, policy_refusal
+from execution.languages import Runtime
+from execution.limits import Limits
+from execution.sandbox import CommandOutcome, IsolationRefused
+
+
+class Session(Protocol):
+    """One program's environment; `run()` starts one fresh process inside it."""
+
+    #: the program's working directory as its commands see it
+    workdir: str
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        limits: Limits,
+        stdin: bytes = b"",
+        env: Mapping[str, str] | None = None,
+        purpose: str | None = None,
+        output_head: int | None = None,
+    ) -> CommandOutcome: ...
+
+    def isolation_snapshot(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+class Backend(abc.ABC):
+    """A place to run programs. Subclasses set `name` and `required_layers`, and implement
+    `_open`; everything else has a sensible default."""
+
+    #: registry name, recorded in every result's `isolation["backend"]`
+    name: str = ""
+    #: the layers this backend promises: `--isolation required` refuses a session lacking one
+    required_layers: tuple[str, ...] = ()
+    #: every layer this backend may report (a subset of `isolation.LAYERS`)
+    layers: tuple[str, ...] = LAYERS
+
+    # -- what subclasses implement ----------------------------------------------------------
+
+    @abc.abstractmethod
+    def _open(
+        self,
+        files: Mapping[str, bytes],
+        purposes: Sequence[str],
+        policy: str,
+        ro_paths: Sequence[str],
+    ) -> Session:
+        """Build the session (may itself refuse with IsolationRefused / fail with SandboxError)."""
+
+    def host_refusal(self, policy: str) -> str:
+        """Why this backend cannot judge anything under `policy` at all ("" when it can), from a
+        once-per-process probe; front ends refuse before taking any work."""
+        check_policy(policy)
+        return ""
+
+    def identity(self) -> str:
+        """What distinguishes results judged here in cache keys; "" keeps the key of the local
+        backend (so caches made before backends existed stay valid)."""
+        return self.name
+
+    def runtime_fingerprint(self, runtime: Runtime) -> str:
+        """The runtime's identity where this backend runs it (binary, version, registry entry),
+        prefixed with the backend's identity unless that is empty."""
+        ident = self.identity()
+        fp = runtime.fingerprint()
+        return f"{ident}|{fp}" if ident else fp
+
+    def describe(self) -> dict[str, Any]:
+        """What results and `doctor` say about the backend."""
+        return {"name": self.name, "required_layers": list(self.required_layers)}
+
+    # -- the one place the policy is checked ------------------------------------------------
+
+    def open_session(
+        self,
+        files: Mapping[str, bytes],
+        purposes: Sequence[str] = ("run",),
+        policy: str = "required",
+        ro_paths: Sequence[str] = (),
+    ) -> Session:
+        """A session for one program, or IsolationRefused when `policy` is not met."""
+        refusal = self.host_refusal(policy)
+        if refusal:
+            raise IsolationRefused(refusal)
+        session = self._open(files, purposes, policy, ro_paths)
+        try:
+            snap = session.isolation_snapshot()
+            refusal = policy_refusal(policy, self.required_layers, snap, self.name)
+        except BaseException:
+            session.close()
+            raise
+        if refusal:
+            session.close()
+            raise IsolationRefused(refusal)
+        return session

@@ -1,0 +1,88 @@
+"""A second backend defined only in the tests: it runs every command through the local sandbox
+and records each call, proving a backend can be added without touching the runner or engine."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from execution.backends import Backend, LocalBackend, Session, register_backend
+from execution.limits import Limits
+from execution.sandbox import CommandOutcome
+
+
+@dataclass
+class Calls:
+    """What the recording backend saw, per kind of call."""
+
+    opened: list[tuple[str, ...]] = field(default_factory=list)  # file names per session
+    runs: list[tuple[str | None, tuple[str, ...]]] = field(default_factory=list)  # purpose, argv
+    closed: int = 0
+
+
+class RecordingSession:
+    def __init__(self, inner: Session, calls: Calls, lock: threading.Lock) -> None:
+        self._inner = inner
+        self._calls = calls
+        self._lock = lock
+        self.workdir = inner.workdir
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        limits: Limits,
+        stdin: bytes = b"",
+        env: Mapping[str, str] | None = None,
+        purpose: str | None = None,
+        output_head: int | None = None,
+    ) -> CommandOutcome:
+        with self._lock:
+            self._calls.runs.append((purpose, tuple(argv)))
+        return self._inner.run(
+            argv, limits=limits, stdin=stdin, env=env, purpose=purpose, output_head=output_head
+        )
+
+    def isolation_snapshot(self) -> dict[str, Any]:
+        return self._inner.isolation_snapshot()
+
+    def close(self) -> None:
+        with self._lock:
+            self._calls.closed += 1
+        self._inner.close()
+
+
+class RecordingBackend(Backend):
+    """Delegates to the local backend; its results and cache keys carry its own name."""
+
+    name = "recording"
+    required_layers = LocalBackend.required_layers
+
+    def __init__(self) -> None:
+        self.local = LocalBackend()
+        self.calls = Calls()
+        self._lock = threading.Lock()
+
+    def _open(
+        self,
+        files: Mapping[str, bytes],
+        purposes: Sequence[str],
+        policy: str,
+        ro_paths: Sequence[str],
+    ) -> Session:
+        with self._lock:
+            self.calls.opened.append(tuple(files))
+        inner = self.local._open(files, purposes, policy, ro_paths)
+        return RecordingSession(inner, self.calls, self._lock)
+
+    def host_refusal(self, policy: str) -> str:
+        return self.local.host_refusal(policy)
+
+
+def register() -> None:
+    """Register "recording" once per process (later calls keep the first registration)."""
+    with contextlib.suppress(ValueError):
+        register_backend("recording", RecordingBackend)
