@@ -12,6 +12,7 @@ SHARED_DATA ?= $(abspath ../shared/data)
 TORCH_PIN ?= torch==2.13.0
 STAMP := .cache/install.stamp
 TOOLCHAINS_STAMP := .cache/toolchains.stamp
+MYPY_ROOT := .cache/mypy-root
 
 .PHONY: install toolchains test lint pytest demo bench clean tasks-path
 
@@ -36,7 +37,12 @@ $(TOOLCHAINS_STAMP): execution/toolchains.txt
 lint: install
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
-	$(PYTHON) -m mypy execution utils lm_eval_tasks tests bench
+	@# mypy sees the installed import names through links in the cache (the folders stay put)
+	@mkdir -p $(MYPY_ROOT)/code_eval_taskpack
+	@ln -sfn ../../../execution $(MYPY_ROOT)/code_eval_taskpack/execution
+	@ln -sfn ../../../utils $(MYPY_ROOT)/code_eval_taskpack/utils
+	MYPYPATH=$(MYPY_ROOT) $(PYTHON) -m mypy -p code_eval_taskpack.execution -p code_eval_taskpack.utils
+	MYPYPATH=$(MYPY_ROOT) $(PYTHON) -m mypy lm_eval_tasks tests bench
 
 pytest: install
 	$(PYTHON) -m pytest -q
@@ -47,7 +53,7 @@ test: install
 	$(PYTHON) -m pytest -q
 
 tasks-path:
-	@$(PYTHON) -c "import lm_eval_tasks, os; print(os.path.dirname(lm_eval_tasks.__file__))"
+	@$(PYTHON) -m lm_eval_tasks.cli tasks-path
 
 clean:
 	rm -rf .cache build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache $(RESULTS)

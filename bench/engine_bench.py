@@ -33,10 +33,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from execution.cache import ResultCache
-from execution.engine import Engine
-from execution.languages import resolve
-from execution.types import Job, Result, TestCase, Verdict
+from code_eval_taskpack.execution.cache import ResultCache
+from code_eval_taskpack.execution.engine import Engine
+from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.execution.types import Job, Result, TestCase, Verdict
 
 HELLO_C = '#include <stdio.h>\nint main(void){char s[64];if(scanf("%63s",s)==1)printf("%s\\n",s);return 0;}\n'
 SLEEP_C = '#include <stdio.h>\n#include <unistd.h>\nint main(void){int s=0;if(scanf("%d",&s)!=1)return 1;sleep(s);puts("ok");return 0;}\n'
@@ -221,8 +221,8 @@ BIG_PRINTER_C = textwrap.dedent(
 _RSS_SCRIPT = textwrap.dedent(
     """
     import json, resource, sys
-    from execution.engine import Engine
-    from execution.types import Job, TestCase
+    from code_eval_taskpack.execution.engine import Engine
+    from code_eval_taskpack.execution.types import Job, TestCase
     source, workers = sys.argv[1], int(sys.argv[2])
     tests = (TestCase("", ("1d 1d",)), TestCase("", ("1d " * 16 + "x",)))
     jobs = [

@@ -13,25 +13,25 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from execution.engine import Engine
-    from execution.languages import Runtime, UnknownLanguageError, resolve, runtimes
-    from execution.types import CompileResult, Job, Result, TestCase, TestResult, Verdict
-    from execution.version import ENGINE_VERSION
+    from .engine import Engine
+    from .languages import Runtime, UnknownLanguageError, resolve, runtimes
+    from .types import CompileResult, Job, Result, TestCase, TestResult, Verdict
+    from .version import ENGINE_VERSION
 
 #: public name -> the submodule that defines it
 _EXPORTS: dict[str, str] = {
-    "ENGINE_VERSION": "execution.version",
-    "CompileResult": "execution.types",
-    "Engine": "execution.engine",
-    "Job": "execution.types",
-    "Result": "execution.types",
-    "Runtime": "execution.languages",
-    "TestCase": "execution.types",
-    "TestResult": "execution.types",
-    "UnknownLanguageError": "execution.languages",
-    "Verdict": "execution.types",
-    "resolve": "execution.languages",
-    "runtimes": "execution.languages",
+    "ENGINE_VERSION": ".version",
+    "CompileResult": ".types",
+    "Engine": ".engine",
+    "Job": ".types",
+    "Result": ".types",
+    "Runtime": ".languages",
+    "TestCase": ".types",
+    "TestResult": ".types",
+    "UnknownLanguageError": ".languages",
+    "Verdict": ".types",
+    "resolve": ".languages",
+    "runtimes": ".languages",
 }
 
 
@@ -39,7 +39,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'execution' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value  # later lookups skip this function
     return value
 

@@ -1,5 +1,5 @@
 """`python -m execution ...` (see execution.cli)."""
 
-from execution.cli import main
+from .cli import main
 
 raise SystemExit(main())

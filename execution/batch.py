@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from execution.backends import Backend
-from execution.cache import ResultCache
-from execution.engine import Engine
-from execution.jobfile import read_jobs
-from execution.languages import resolve
-from execution.progress import Progress
-from execution.types import CompileResult, Job, Result, Verdict
+from .backends import Backend
+from .cache import ResultCache
+from .engine import Engine
+from .jobfile import read_jobs
+from .languages import resolve
+from .progress import Progress
+from .types import CompileResult, Job, Result, Verdict
 
 
 @dataclass

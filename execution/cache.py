@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from execution.types import Job, Result, Verdict
-from execution.version import ENGINE_VERSION
+from .types import Job, Result, Verdict
+from .version import ENGINE_VERSION
 
 
 class _HasFingerprint(Protocol):

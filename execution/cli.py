@@ -14,17 +14,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from execution.compare import MODES
-from execution.errors import DataError
-from execution.isolation import ISOLATION_POLICIES
-from execution.types import Job, Verdict
+from .compare import MODES
+from .errors import DataError
+from .isolation import ISOLATION_POLICIES
+from .types import Job, Verdict
 
 EXIT_OK, EXIT_INFRA, EXIT_USAGE = 0, 1, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m execution", description="Sandboxed judge for stdin/stdout programs."
+        prog="code-exec", description="Sandboxed judge for stdin/stdout programs."
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -150,7 +150,7 @@ def _add_isolation(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "isolation", None) is not None:
-        from execution.engine import isolation_refusal
+        from .engine import isolation_refusal
 
         try:
             refusal = isolation_refusal(args.isolation, args.backend)
@@ -175,10 +175,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from execution.batch import output_record
-    from execution.engine import Engine
-    from execution.jobfile import read_tests_file
-    from execution.languages import UnknownLanguageError, resolve
+    from .batch import output_record
+    from .engine import Engine
+    from .jobfile import read_tests_file
+    from .languages import UnknownLanguageError, resolve
 
     try:
         resolve(args.language)
@@ -211,8 +211,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from execution.batch import run_batch
-    from execution.cache import ResultCache, default_cache_dir
+    from .batch import run_batch
+    from .cache import ResultCache, default_cache_dir
 
     cache = None if args.no_cache else ResultCache(args.cache or default_cache_dir())
     stats = run_batch(
@@ -241,8 +241,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from execution.languages import runtimes
-    from execution.sandbox import LAYERS, probe_isolation
+    from .languages import runtimes
+    from .sandbox import LAYERS, probe_isolation
 
     rows: list[dict[str, Any]] = []
     for rt in runtimes():
@@ -286,7 +286,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(_table(["isolation layer", "status"], layer_rows))
     for note in isolation.get("notes", []):
         print(f"note: {note}")
-    from execution.engine import isolation_refusal
+    from .engine import isolation_refusal
 
     print(f"isolation policy 'required': {isolation_refusal('required') or 'satisfied'}")
     available = sum(1 for r in rows if r["available"])
@@ -308,7 +308,7 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from execution.server import serve
+    from .server import serve
 
     serve(
         args.host,
@@ -337,7 +337,7 @@ def _positive_float(text: str) -> float:
 
 
 def _time_limit(text: str) -> float:
-    from execution.inputs import InvalidJob, check_time_limit
+    from .inputs import InvalidJob, check_time_limit
 
     try:
         return check_time_limit(_positive_float(text))
@@ -346,7 +346,7 @@ def _time_limit(text: str) -> float:
 
 
 def _memory_limit(text: str) -> int:
-    from execution.inputs import InvalidJob, check_memory_limit
+    from .inputs import InvalidJob, check_memory_limit
 
     try:
         return check_memory_limit(_positive_int(text))

@@ -29,8 +29,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, InvalidOperation
 from typing import BinaryIO
 
-from execution.execeval_compare import DECIMAL_LITERAL, execeval_streams_equal
-from execution.textstream import (
+from .execeval_compare import DECIMAL_LITERAL, execeval_streams_equal
+from .textstream import (
     ChunkSource,
     Token,
     batches_equal,

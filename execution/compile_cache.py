@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from execution.cache import atomic_write
-from execution.version import ENGINE_VERSION
+from .cache import atomic_write
+from .version import ENGINE_VERSION
 
 MAX_MEMORY_BYTES = 256 * 1024 * 1024
 

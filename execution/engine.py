@@ -18,16 +18,16 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from execution.backends import Backend, get_backend
-from execution.cache import ResultCache, job_key
-from execution.compare import MODES
-from execution.compile_cache import CompileCache
-from execution.inputs import DEFAULT_INPUT_LIMITS, InputLimits, validate_job
-from execution.isolation import check_policy
-from execution.languages import Runtime, resolve
-from execution.limits import cpu_count
-from execution.runner import judge_with
-from execution.types import Job, Result, Verdict
+from .backends import Backend, get_backend
+from .cache import ResultCache, job_key
+from .compare import MODES
+from .compile_cache import CompileCache
+from .inputs import DEFAULT_INPUT_LIMITS, InputLimits, validate_job
+from .isolation import check_policy
+from .languages import Runtime, resolve
+from .limits import cpu_count
+from .runner import judge_with
+from .types import Job, Result, Verdict
 
 
 class Engine:

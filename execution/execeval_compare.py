@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal
 
-from execution.textstream import (
+from .textstream import (
     ChunkSource,
     batches_equal,
     normalised_line_pieces,

@@ -33,10 +33,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from execution.languages import Runtime
-from execution.limits import RunOverrides
-from execution.sandbox import DEFAULT_PATH, is_system_path
-from execution.types import TestResult, Verdict
+from .languages import Runtime
+from .limits import RunOverrides
+from .sandbox import DEFAULT_PATH, is_system_path
+from .types import TestResult, Verdict
 
 MIB = 1024 * 1024
 #: ExecEval's `ResourceLimits` defaults (applied to every field a request leaves out)

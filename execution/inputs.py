@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from execution.limits import MB
-from execution.types import Job
+from .limits import MB
+from .types import Job
 
 #: largest problem time limit (seconds, before the runtime's time factor)
 MAX_TIME_LIMIT_S = 600.0

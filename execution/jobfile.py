@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from execution.compare import MODES
-from execution.errors import DataError
-from execution.inputs import (
+from .compare import MODES
+from .errors import DataError
+from .inputs import (
     DEFAULT_INPUT_LIMITS,
     InputLimits,
     InvalidJob,
@@ -25,9 +25,9 @@ from execution.inputs import (
     check_time_limit,
     utf8_size,
 )
-from execution.jsonl import iter_jsonl
-from execution.languages import UnknownLanguageError, resolve
-from execution.types import Job, TestCase
+from .jsonl import iter_jsonl
+from .languages import UnknownLanguageError, resolve
+from .types import Job, TestCase
 
 
 def parse_tests(

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from execution.errors import DataError
+from .errors import DataError
 
 
 def iter_lines(path: str | Path, max_line_bytes: int | None = None) -> Iterator[tuple[int, str]]:

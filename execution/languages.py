@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from execution.sandbox import is_system_path
+from .sandbox import is_system_path
 
 if sys.version_info >= (3, 11):
     import tomllib

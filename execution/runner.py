@@ -17,15 +17,15 @@ import contextlib
 import errno
 from collections.abc import Sequence
 
-from execution.backends.base import Backend, Session
-from execution.backends.local import LocalBackend
-from execution.compare import outputs_match
-from execution.compile_cache import CompileCache, CompiledEntry, compile_key
-from execution.inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
-from execution.languages import Runtime, java_layout
-from execution.limits import COMPILE_LIMITS, MB, Limits, run_limits
-from execution.sandbox import CommandOutcome, SandboxError, default_env
-from execution.types import CompileResult, Job, Result, TestResult, Verdict
+from .backends.base import Backend, Session
+from .backends.local import LocalBackend
+from .compare import outputs_match
+from .compile_cache import CompileCache, CompiledEntry, compile_key
+from .inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
+from .languages import Runtime, java_layout
+from .limits import COMPILE_LIMITS, MB, Limits, run_limits
+from .sandbox import CommandOutcome, SandboxError, default_env
+from .types import CompileResult, Job, Result, TestResult, Verdict
 
 #: characters of stdout/stderr kept in results (reporting only; comparison sees everything)
 REPORT_CHARS = 2000

@@ -53,10 +53,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from execution import cgroups
-from execution.cache import cache_root
-from execution.fstree import chown_tree, remove_tree
-from execution.isolation import (
+from . import cgroups
+from .cache import cache_root
+from .fstree import chown_tree, remove_tree
+from .isolation import (
     ISOLATION_POLICIES,
     LAYERS,
     REQUIRED_LAYERS,
@@ -64,7 +64,7 @@ from execution.isolation import (
     inactive_layers,
     policy_refusal,
 )
-from execution.limits import MB, Limits, cpu_count
+from .limits import MB, Limits, cpu_count
 
 log = logging.getLogger(__name__)
 
@@ -887,8 +887,8 @@ def run_command(
     Example::
 
         from pathlib import Path
-        from execution.limits import Limits
-        from execution.sandbox import run_command
+        from .limits import Limits
+        from .sandbox import run_command
 
         out = run_command(
             ["python3", "-m", "pytest", "-q", "tests/test_x.py"],

@@ -39,10 +39,10 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from execution.compare import MODES as COMPARATORS
-from execution.engine import Engine
-from execution.errors import DataError
-from execution.execeval_compat import (
+from .compare import MODES as COMPARATORS
+from .engine import Engine
+from .errors import DataError
+from .execeval_compat import (
     DEFAULT_LIMITS,
     EXECEVAL_RUNTIMES,
     CompatError,
@@ -52,10 +52,10 @@ from execution.execeval_compat import (
     execeval_outcome,
     execeval_runtime,
 )
-from execution.inputs import InvalidJob, validate_job
-from execution.jobfile import job_from_record, positive_number
-from execution.languages import Runtime, UnknownLanguageError, accepted_names, resolve
-from execution.types import Job, Result, TestResult, Verdict
+from .inputs import InvalidJob, validate_job
+from .jobfile import job_from_record, positive_number
+from .languages import Runtime, UnknownLanguageError, accepted_names, resolve
+from .types import Job, Result, TestResult, Verdict
 
 MAX_BODY_BYTES = 256 * 1024 * 1024
 MIB = 1024 * 1024

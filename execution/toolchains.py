@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from execution.languages import REGISTRY_PATH, load_registry
+from .languages import REGISTRY_PATH, load_registry
 
 TOOLCHAINS_PATH = Path(__file__).with_name("toolchains.txt")
 COMMAND = "python -m execution.toolchains"

@@ -10,7 +10,7 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from execution.limits import RunOverrides
+from .limits import RunOverrides
 
 
 class Verdict(str, enum.Enum):

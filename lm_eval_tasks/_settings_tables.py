@@ -14,10 +14,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from code_eval_taskpack.utils.settings import Setting, replace_table
 from lm_eval_tasks.clozetest_maxmin import settings as cloze
 from lm_eval_tasks.code_infilling import settings as infill
 from lm_eval_tasks.xcodeeval import settings as xce
-from utils.settings import Setting, replace_table
 
 FOLDER = Path(__file__).resolve().parent
 

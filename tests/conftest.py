@@ -30,7 +30,7 @@ settings.register_profile("dev", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 if TYPE_CHECKING:
-    from execution.languages import Runtime
+    from code_eval_taskpack.execution.languages import Runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -73,7 +73,7 @@ def shared_data() -> Path:
 
 def require_runtime(name: str) -> Runtime:
     """The engine's runtime for `name`, skipping (laptop) or failing (CI) when it is unusable."""
-    from execution import resolve
+    from code_eval_taskpack.execution import resolve
 
     rt = resolve(name)
     require(rt.available, f"runtime {rt.name} ({name}) is unavailable: {rt.reason}")
@@ -100,7 +100,7 @@ class HubCall(NamedTuple):
 def serve_hub(monkeypatch: pytest.MonkeyPatch, root: Path | None) -> list[HubCall]:
     """Replace the Hub download seam: serve `root/filename` (FileNotFoundError if absent), or
     fail every download as offline when `root` is None. Returns the live list of calls made."""
-    from utils import download
+    from code_eval_taskpack.utils import download
 
     calls: list[HubCall] = []
 
@@ -140,7 +140,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from execution.backends import set_default_backend
+    from code_eval_taskpack.execution.backends import set_default_backend
     from tests.recording_backend import register
 
     register()

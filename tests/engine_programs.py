@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from execution import Result
-from execution.sandbox import inactive_layers
+from code_eval_taskpack.execution import Result
+from code_eval_taskpack.execution.sandbox import inactive_layers
 from tests.conftest import toolchains_required
 
 LUCKY_SRC_UID = "f1b43baa14d4c262ba616d892525dfde"

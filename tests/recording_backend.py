@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from execution.backends import Backend, LocalBackend, Session, register_backend
-from execution.limits import Limits
-from execution.sandbox import CommandOutcome
+from code_eval_taskpack.execution.backends import Backend, LocalBackend, Session, register_backend
+from code_eval_taskpack.execution.limits import Limits
+from code_eval_taskpack.execution.sandbox import CommandOutcome
 
 
 @dataclass

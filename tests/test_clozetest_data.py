@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from code_eval_taskpack.utils import download
+from code_eval_taskpack.utils.errors import DataError
 from lm_eval_tasks.clozetest_maxmin import utils as hooks
 from lm_eval_tasks.clozetest_maxmin.data import answers_location
 from tests.clozetest_support import FIXTURE_REMOTE, GITHUB_RAW, LANGUAGES
 from tests.conftest import TASKS_DIR
 from tests.lm_fakes import task_manager
-from utils import download
-from utils.errors import DataError
 
 FIXTURE_DATA = (
     FIXTURE_REMOTE / "microsoft/CodeXGLUE/main/Code-Code/ClozeTesting-maxmin/data/cloze-maxmin"

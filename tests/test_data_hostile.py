@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
+from code_eval_taskpack.utils import datafiles
+from code_eval_taskpack.utils.errors import DataError
 from lm_eval_tasks.clozetest_maxmin import data as cloze
 from lm_eval_tasks.code_infilling import data as infill
 from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval import documents as xdocs
 from tests.xcodeeval_support import FIXTURES
-from utils import datafiles
-from utils.errors import DataError
 
 INFILL_ROWS = Path(__file__).parent / "fixtures" / "infilling" / "rows.jsonl"
 HUGE = 300 * 1024 * 1024  # the hostile line's length in bytes

@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from code_eval_taskpack.utils import download
+from code_eval_taskpack.utils.errors import DataError
+from code_eval_taskpack.utils.settings import as_float, as_int, choice
 from lm_eval_tasks.clozetest_maxmin import data as cloze
 from lm_eval_tasks.code_infilling import data as infill
 from lm_eval_tasks.code_infilling.documents import build_docs as infill_docs
@@ -25,9 +28,6 @@ from lm_eval_tasks.xcodeeval import documents as xdocs
 from lm_eval_tasks.xcodeeval.judging import settings_from
 from tests.conftest import serve_hub
 from tests.xcodeeval_support import FIXTURES
-from utils import download
-from utils.errors import DataError
-from utils.settings import as_float, as_int, choice
 
 
 def _closed_port_url(path: str) -> str:

@@ -10,11 +10,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from code_eval_taskpack.utils import datafiles
+from code_eval_taskpack.utils.errors import DataError
 from lm_eval_tasks.clozetest_maxmin import data as cloze
 from lm_eval_tasks.code_infilling import data as infill
 from lm_eval_tasks.xcodeeval import data as xd
-from utils import datafiles
-from utils.errors import DataError
 
 JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
 JSON_VALUES = st.recursive(

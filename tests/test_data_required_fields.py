@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from code_eval_taskpack.utils.errors import DataError
 from lm_eval_tasks.code_infilling import data as infill
 from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval import documents as xdocs
 from lm_eval_tasks.xcodeeval import score as xcodeeval_score
 from tests.xcodeeval_support import FIXTURES
-from utils.errors import DataError
 
 INFILL_ROWS = Path(__file__).parent / "fixtures" / "infilling" / "rows.jsonl"
 

@@ -23,9 +23,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from execution import textstream
-from execution.compare import outputs_match, token_equal, tokenize
-from execution.execeval_compare import execeval_tokens_equal
+from code_eval_taskpack.execution import textstream
+from code_eval_taskpack.execution.compare import outputs_match, token_equal, tokenize
+from code_eval_taskpack.execution.execeval_compare import execeval_tokens_equal
 from tests.conftest import ROOT, require_runtime
 
 # ----------------------------------------------------------------------------------------------
@@ -295,7 +295,7 @@ BAD_NUMBERS: list[tuple[str, Any]] = [
 def _cli(*argv: str, cache: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CODE_EVAL_CACHE": str(cache)}
     return subprocess.run(
-        [sys.executable, "-m", "execution", *argv],
+        [sys.executable, "-m", "code_eval_taskpack.execution", *argv],
         capture_output=True,
         text=True,
         env=env,
@@ -315,8 +315,8 @@ def _batch_line_error(tmp_path: Path, lines: list[str]) -> subprocess.CompletedP
 def test_bad_numbers_in_a_batch_exit_2_naming_file_line_and_field(tmp_path: Path) -> None:
     """Every bad number, one run: each line is checked by the parser the batch uses, and the
     CLI stops with exit code 2 at the first one (a separate run per value would be slow)."""
-    from execution.errors import DataError
-    from execution.jobfile import job_from_record
+    from code_eval_taskpack.execution.errors import DataError
+    from code_eval_taskpack.execution.jobfile import job_from_record
 
     for field, value in BAD_NUMBERS:
         with pytest.raises(DataError) as info:
@@ -362,9 +362,9 @@ def test_deeply_nested_tests_file_and_bad_run_flags_exit_2(tmp_path: Path) -> No
 
 
 def test_api_rejects_bad_numbers_before_running() -> None:
-    from execution.engine import Engine
-    from execution.inputs import InvalidJob
-    from execution.types import Job, TestCase
+    from code_eval_taskpack.execution.engine import Engine
+    from code_eval_taskpack.execution.inputs import InvalidJob
+    from code_eval_taskpack.execution.types import Job, TestCase
 
     engine = Engine(workers=1)
     tests = (TestCase("1\n", ("1",)),)
@@ -379,8 +379,8 @@ def test_api_rejects_bad_numbers_before_running() -> None:
 
 
 def test_stack_limit_follows_the_bounded_memory_limit() -> None:
-    from execution.inputs import MAX_MEMORY_MB
-    from execution.limits import MB, run_limits
+    from code_eval_taskpack.execution.inputs import MAX_MEMORY_MB
+    from code_eval_taskpack.execution.limits import MB, run_limits
 
     assert run_limits(2.0, MAX_MEMORY_MB, 1.0).stack_bytes == 16 * 1024 * MB
 
@@ -390,9 +390,9 @@ def test_stack_limit_follows_the_bounded_memory_limit() -> None:
 
 
 def test_source_over_the_limit_is_a_compilation_error_naming_it() -> None:
-    from execution.engine import Engine
-    from execution.inputs import InputLimits
-    from execution.types import Job, TestCase, Verdict
+    from code_eval_taskpack.execution.engine import Engine
+    from code_eval_taskpack.execution.inputs import InputLimits
+    from code_eval_taskpack.execution.types import Job, TestCase, Verdict
 
     require_runtime("Python 3")
     big = "# " + "x" * (64 * 1024 * 1024) + "\nprint(1)\n"  # just over 64 MiB
@@ -412,11 +412,11 @@ def test_source_over_the_limit_is_a_compilation_error_naming_it() -> None:
 
 
 def test_tests_over_their_limits_are_the_callers_error() -> None:
-    from execution.engine import Engine
-    from execution.errors import DataError
-    from execution.inputs import InputLimits, InvalidJob
-    from execution.jobfile import job_from_record, parse_tests
-    from execution.types import Job, TestCase
+    from code_eval_taskpack.execution.engine import Engine
+    from code_eval_taskpack.execution.errors import DataError
+    from code_eval_taskpack.execution.inputs import InputLimits, InvalidJob
+    from code_eval_taskpack.execution.jobfile import job_from_record, parse_tests
+    from code_eval_taskpack.execution.types import Job, TestCase
 
     many = [{"input": "", "output": ["1"]}] * 10_001
     with pytest.raises(DataError, match="10001 tests, over the limit of 10000"):
@@ -442,12 +442,12 @@ def test_a_100_mb_expected_output_is_within_the_default_limits() -> None:
     cache key is computed without serialising it (no copy several times its size)."""
     import tracemalloc
 
-    from execution.cache import job_key
-    from execution.jobfile import parse_tests
+    from code_eval_taskpack.execution.cache import job_key
+    from code_eval_taskpack.execution.jobfile import parse_tests
 
     expected = "7 " * (50 * 1000 * 1000)
     tests = parse_tests([{"input": "", "output": [expected]}], "in.jsonl")
-    from execution.types import Job
+    from code_eval_taskpack.execution.types import Job
 
     job = Job(language="Python 3", source_code="", tests=tests)
     tracemalloc.start()
@@ -476,7 +476,7 @@ def test_server_answers_400_naming_the_field(tmp_path: Path) -> None:
     import http.client
     import threading
 
-    from execution.server import make_server
+    from code_eval_taskpack.execution.server import make_server
 
     srv = make_server("127.0.0.1", 0, workers=1)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
@@ -575,8 +575,8 @@ RUNTIME_CHATTER = {
 
 @pytest.mark.parametrize("language", sorted(RUNTIME_CHATTER))
 def test_runtime_messages_never_reach_the_judged_stdout(language: str) -> None:
-    from execution.engine import Engine
-    from execution.types import Job, TestCase, Verdict
+    from code_eval_taskpack.execution.engine import Engine
+    from code_eval_taskpack.execution.types import Job, TestCase, Verdict
 
     require_runtime(language)
     source, marker = RUNTIME_CHATTER[language]
@@ -626,9 +626,9 @@ _job_fields = st.fixed_dictionaries(
 @settings(max_examples=100)  # each example resolves a language: keep CI time small
 @given(record=_job_fields | _json_values)
 def test_job_parser_fuzz(record: Any) -> None:
-    from execution.errors import DataError
-    from execution.inputs import validate_job
-    from execution.jobfile import job_from_record
+    from code_eval_taskpack.execution.errors import DataError
+    from code_eval_taskpack.execution.inputs import validate_job
+    from code_eval_taskpack.execution.jobfile import job_from_record
 
     try:
         job = job_from_record(record, "fuzz.jsonl", 1)
@@ -643,9 +643,9 @@ def test_job_parser_fuzz(record: Any) -> None:
 def test_tests_file_and_jsonl_parsers_fuzz(
     tmp_path_factory: pytest.TempPathFactory, data: bytes
 ) -> None:
-    from execution.errors import DataError
-    from execution.jobfile import read_tests_file
-    from execution.jsonl import iter_jsonl
+    from code_eval_taskpack.execution.errors import DataError
+    from code_eval_taskpack.execution.jobfile import read_tests_file
+    from code_eval_taskpack.execution.jsonl import iter_jsonl
 
     path = tmp_path_factory.getbasetemp() / "fuzz.json"
     path.write_bytes(data)

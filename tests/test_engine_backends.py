@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from execution.backends import (
+from code_eval_taskpack.execution.backends import (
     Backend,
     LocalBackend,
     Session,
@@ -18,12 +18,12 @@ from execution.backends import (
     get_backend,
     register_backend,
 )
-from execution.cache import ResultCache, job_key
-from execution.cli import main as cli_main
-from execution.engine import Engine
-from execution.languages import resolve
-from execution.runner import judge_with
-from execution.types import Job, TestCase, Verdict
+from code_eval_taskpack.execution.cache import ResultCache, job_key
+from code_eval_taskpack.execution.cli import main as cli_main
+from code_eval_taskpack.execution.engine import Engine
+from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.execution.runner import judge_with
+from code_eval_taskpack.execution.types import Job, TestCase, Verdict
 from tests.recording_backend import RecordingBackend
 
 ECHO_DOUBLE = "print(int(input()) * 2)\n"
@@ -155,8 +155,8 @@ def test_cli_backend_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 def test_benchmark_settings_choose_the_backend() -> None:
     """`exec_backend` in lm-eval metadata reaches the engine; a wrong name fails early."""
+    from code_eval_taskpack.utils.judging import CaseBuilder
     from lm_eval_tasks.xcodeeval.judging import ExecSettings, judge, settings_from
-    from utils.judging import CaseBuilder
 
     assert settings_from({}).exec_backend == "local"
     settings = settings_from({"exec_backend": "recording", "xcodeeval_exec_cache": "none"})
@@ -179,8 +179,8 @@ def test_suites_judge_on_the_chosen_backend(backend_name: str) -> None:
 
 def test_repository_graders_by_name() -> None:
     """Graders come from a registry with typed configurations, not `if grader == ...`."""
-    from execution.repo_tests.local import LocalConfig
-    from execution.repo_tests.swebench_backend import SwebenchConfig
+    from code_eval_taskpack.execution.repo_tests.local import LocalConfig
+    from code_eval_taskpack.execution.repo_tests.swebench_backend import SwebenchConfig
     from lm_eval_tasks.code_infilling.grading import (
         GRADER_REGISTRY,
         GradingSettings,

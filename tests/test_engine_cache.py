@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import execution.cache as cache_mod
-from execution.cache import ResultCache, default_cache_dir, job_key
-from execution.types import CompileResult, Job, Result, Verdict
-from execution.types import TestCase as Case
-from execution.types import TestResult as CaseResult
+import code_eval_taskpack.execution.cache as cache_mod
+from code_eval_taskpack.execution.cache import ResultCache, default_cache_dir, job_key
+from code_eval_taskpack.execution.types import CompileResult, Job, Result, Verdict
+from code_eval_taskpack.execution.types import TestCase as Case
+from code_eval_taskpack.execution.types import TestResult as CaseResult
 
 JOB = Job(
     language="Python 3",

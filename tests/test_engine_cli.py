@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from execution import cli
-from execution.jobfile import job_from_record, read_jobs
+from code_eval_taskpack.execution import cli
+from code_eval_taskpack.execution.jobfile import job_from_record, read_jobs
+from code_eval_taskpack.utils.errors import DataError
 from tests.conftest import ROOT, require, require_runtime, write_jsonl
 from tests.engine_programs import ADD_PY
-from utils.errors import DataError
 
 PY = "Python 3"
 TESTS = [
@@ -31,7 +31,7 @@ TESTS = [
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "execution", *args],
+        [sys.executable, "-m", "code_eval_taskpack.execution", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -313,7 +313,7 @@ def test_batch_resumes_after_sigkill(tmp_path: Path) -> None:
     def entries() -> int:
         return sum(1 for p in cache.rglob("*.json") if not p.name.startswith(".tmp-"))
 
-    cmd = [sys.executable, "-m", "execution", "batch", str(src), "-o", str(out)]
+    cmd = [sys.executable, "-m", "code_eval_taskpack.execution", "batch", str(src), "-o", str(out)]
     cmd += ["--cache", str(cache), "--workers", "2"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -348,7 +348,7 @@ def test_batch_resumes_after_sigkill(tmp_path: Path) -> None:
 def test_engine_failures_are_reported_and_not_cached(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import execution.engine as engine_mod
+    import code_eval_taskpack.execution.engine as engine_mod
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("sandbox exploded")
@@ -370,8 +370,8 @@ def test_engine_failures_are_reported_and_not_cached(
 
 
 def test_doctor_lists_runtimes_and_isolation_layers() -> None:
-    from execution.languages import runtimes
-    from execution.sandbox import LAYERS
+    from code_eval_taskpack.execution.languages import runtimes
+    from code_eval_taskpack.execution.sandbox import LAYERS
 
     proc = _cli("doctor")
     assert proc.returncode == 0, proc.stderr
@@ -410,7 +410,7 @@ def test_builtin_progress_bar_without_tqdm(monkeypatch: pytest.MonkeyPatch) -> N
     import builtins
     import io
 
-    from execution.progress import Progress
+    from code_eval_taskpack.execution.progress import Progress
 
     real_import = builtins.__import__
 

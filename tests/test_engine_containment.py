@@ -22,14 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from execution import Engine, Job, TestCase, Verdict
-from execution import sandbox as sandbox_mod
-from execution.backends import local as local_backend
-from execution.cache import cache_root
-from execution.cli import main as cli_main
-from execution.fstree import chown_tree, remove_tree
-from execution.limits import Limits
-from execution.sandbox import (
+from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
+from code_eval_taskpack.execution import sandbox as sandbox_mod
+from code_eval_taskpack.execution.backends import local as local_backend
+from code_eval_taskpack.execution.cache import cache_root
+from code_eval_taskpack.execution.cli import main as cli_main
+from code_eval_taskpack.execution.fstree import chown_tree, remove_tree
+from code_eval_taskpack.execution.limits import Limits
+from code_eval_taskpack.execution.sandbox import (
     REQUIRED_LAYERS,
     HostIsolation,
     IsolationRefused,
@@ -42,7 +42,7 @@ from execution.sandbox import (
 from tests.conftest import ROOT, require, require_binary, require_runtime
 
 PY = "/usr/bin/python3"
-CLI = (sys.executable, "-m", "execution")
+CLI = (sys.executable, "-m", "code_eval_taskpack.execution")
 DEPTH = 5000
 #: on a journaling disk each level costs milliseconds: deep enough to defeat recursion (1000)
 DISK_DEPTH = 1500
@@ -169,7 +169,7 @@ def test_namespace_start_failing_after_the_probe_is_an_error(
 def test_cgroup_failing_after_the_probe_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """On a host whose probe made a cgroup, a later failure to make one is the job's error, not
     a run limited by an address-space rlimit instead."""
-    from execution import cgroups
+    from code_eval_taskpack.execution import cgroups
 
     host = host_isolation()
     require(host.cgroups, f"no usable cgroups here: {host.cgroup_detail}")

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from execution import Engine, Job, Result, TestCase, Verdict, cgroups, resolve
-from execution import sandbox as sandbox_mod
-from execution.limits import run_limits
-from execution.sandbox import inactive_layers, probe_isolation
+from code_eval_taskpack.execution import Engine, Job, Result, TestCase, Verdict, cgroups, resolve
+from code_eval_taskpack.execution import sandbox as sandbox_mod
+from code_eval_taskpack.execution.limits import run_limits
+from code_eval_taskpack.execution.sandbox import inactive_layers, probe_isolation
 from tests.conftest import require, require_runtime, toolchains_required
 from tests.engine_programs import HELLO, describe
 

@@ -8,8 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from execution import Engine, Job, Result, TestCase, UnknownLanguageError, Verdict, resolve
-from execution.languages import (
+from code_eval_taskpack.execution import (
+    Engine,
+    Job,
+    Result,
+    TestCase,
+    UnknownLanguageError,
+    Verdict,
+    resolve,
+)
+from code_eval_taskpack.execution.languages import (
     CLUSTERS,
     accepted_names,
     java_layout,
@@ -122,7 +130,7 @@ def test_engine_refuses_unknown_language_before_judging() -> None:
 
 
 def test_registry_rejects_duplicate_names(tmp_path: Path) -> None:
-    from execution.languages import load_registry
+    from code_eval_taskpack.execution.languages import load_registry
 
     bad = tmp_path / "reg.toml"
     bad.write_text(
@@ -154,8 +162,8 @@ def test_versions_are_real_and_recorded() -> None:
 def test_missing_toolchain_is_unavailable_and_infra_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from execution import engine as engine_mod
-    from execution.languages import load_registry
+    from code_eval_taskpack.execution import engine as engine_mod
+    from code_eval_taskpack.execution.languages import load_registry
 
     reg = tmp_path / "reg.toml"
     reg.write_text(
@@ -285,7 +293,7 @@ def test_python2_runtimes_say_why_they_are_missing(
     import argparse
     import dataclasses
 
-    from execution import cli, languages
+    from code_eval_taskpack.execution import cli, languages
 
     real = resolve(name)
     missing = dataclasses.replace(

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from execution import Job, TestCase, Verdict
-from execution import sandbox as sandbox_mod
-from execution.cache import ResultCache
-from execution.languages import resolve
-from execution.limits import Limits
-from execution.runner import judge_with, no_runnable_program
-from execution.sandbox import CommandOutcome, Sandbox
+from code_eval_taskpack.execution import Job, TestCase, Verdict
+from code_eval_taskpack.execution import sandbox as sandbox_mod
+from code_eval_taskpack.execution.cache import ResultCache
+from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.execution.limits import Limits
+from code_eval_taskpack.execution.runner import judge_with, no_runnable_program
+from code_eval_taskpack.execution.sandbox import CommandOutcome, Sandbox
 from tests.conftest import require, require_binary, require_runtime
 from tests.engine_programs import HELLO
 

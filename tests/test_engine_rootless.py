@@ -142,7 +142,7 @@ CASES: dict[str, tuple[str, str, str]] = {  # id -> (source, stdin, expected ver
 #: run by the unprivileged user: judges the jobs of argv[1] (JSON) and prints the results
 DRIVER = """
 import json, sys
-from execution import Engine, Job, TestCase
+from code_eval_taskpack.execution import Engine, Job, TestCase
 jobs = json.load(open(sys.argv[1]))
 engine = Engine(workers=2)
 todo = [Job("GNU C11", j["source"], (TestCase(j["stdin"], j["expected"]),),
@@ -365,7 +365,7 @@ class FakeCgroupFS:
 
 
 def _fake_v2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, own: str, controllers: str) -> Path:
-    from execution import cgroups
+    from code_eval_taskpack.execution import cgroups
 
     fs = FakeCgroupFS(tmp_path / "cg")
     fs.cgroup("", "cpu memory pids")
@@ -386,7 +386,7 @@ def test_delegated_cgroup_v2_is_used_rootless(
 ) -> None:
     """A user scope with Delegate=yes: the engine moves into a leaf, the scope gets the memory
     and pids controllers for its children, and sandboxes are created below the scope."""
-    from execution import cgroups
+    from code_eval_taskpack.execution import cgroups
 
     scope = _fake_v2(monkeypatch, tmp_path, SCOPE, "memory pids")
     lay = cgroups.detect()
@@ -402,7 +402,7 @@ def test_delegated_cgroup_v2_is_used_rootless(
 def test_delegated_cgroup_v2_refusals_name_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from execution import cgroups
+    from code_eval_taskpack.execution import cgroups
 
     # the scope lacks the pids controller (not delegated by the service manager)
     scope = _fake_v2(monkeypatch, tmp_path / "a", SCOPE, "memory")
@@ -445,10 +445,10 @@ def programs() -> Iterator[Path]:
 def test_sampling_counts_every_process_when_cgroups_are_refused(
     programs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from execution import cgroups
-    from execution import sandbox as sandbox_mod
-    from execution.limits import Limits
-    from execution.sandbox import Sandbox
+    from code_eval_taskpack.execution import cgroups
+    from code_eval_taskpack.execution import sandbox as sandbox_mod
+    from code_eval_taskpack.execution.limits import Limits
+    from code_eval_taskpack.execution.sandbox import Sandbox
 
     def refuse(tag: str) -> cgroups.CgroupSet:
         raise OSError("refused by the test")
@@ -471,9 +471,9 @@ def test_sampling_counts_every_process_when_cgroups_are_refused(
 
 
 def test_cgroup_path_reports_cgroup_enforcement() -> None:
-    from execution import cgroups
-    from execution.limits import Limits
-    from execution.sandbox import Sandbox
+    from code_eval_taskpack.execution import cgroups
+    from code_eval_taskpack.execution.limits import Limits
+    from code_eval_taskpack.execution.sandbox import Sandbox
 
     lay = cgroups.layout()
     require(bool(lay.version), f"no usable cgroups here: {lay.reason}")

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from execution import Engine, Job, Result, TestCase, Verdict
-from execution import engine as engine_mod
-from execution.cache import ResultCache
-from execution.limits import Limits
-from execution.sandbox import LAYERS, Sandbox, SandboxError, run_command
+from code_eval_taskpack.execution import Engine, Job, Result, TestCase, Verdict
+from code_eval_taskpack.execution import engine as engine_mod
+from code_eval_taskpack.execution.cache import ResultCache
+from code_eval_taskpack.execution.limits import Limits
+from code_eval_taskpack.execution.sandbox import LAYERS, Sandbox, SandboxError, run_command
 from tests.conftest import require, require_binary
 from tests.engine_programs import HELLO, LUCKY, check_isolation
 
@@ -199,7 +199,7 @@ def test_engine_failure_is_infra_error_not_raised(monkeypatch: pytest.MonkeyPatc
 
 def test_sandbox_build_failure_is_infra_error(monkeypatch: pytest.MonkeyPatch) -> None:
     require_binary("gcc")
-    from execution.backends import local
+    from code_eval_taskpack.execution.backends import local
 
     def no_sandbox(*args: object, **kwargs: object) -> Sandbox:
         raise SandboxError("no namespaces today")
@@ -266,7 +266,7 @@ def test_compile_cache_is_keyed_by_source() -> None:
 
 def test_cgroup_v2_layout_detection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """cgroup v2 (no v1 memory controller): a delegated engine cgroup is used as the parent."""
-    from execution import cgroups
+    from code_eval_taskpack.execution import cgroups
 
     root = tmp_path / "cg"
     own = root / "user.slice" / "engine.scope"
@@ -290,7 +290,7 @@ def test_cgroup_v2_layout_detection(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 )
 def test_program_cgroups_never_swap(tmp_path: Path, version: str, name: str) -> None:
     """A balloon must be OOM-killed at the limit, not swapped out (v1 may lack memsw)."""
-    from execution import cgroups
+    from code_eval_taskpack.execution import cgroups
 
     (tmp_path / name).write_text("60\n" if version == "v1" else "max\n")
     cs = cgroups.CgroupSet(version=version, memory_dir=tmp_path)
@@ -300,7 +300,7 @@ def test_program_cgroups_never_swap(tmp_path: Path, version: str, name: str) -> 
 
 
 def test_this_machines_program_cgroup_has_no_swap() -> None:
-    from execution import cgroups
+    from code_eval_taskpack.execution import cgroups
 
     lay = cgroups.layout()
     require(bool(lay.version), f"no usable cgroups here: {lay.reason}")

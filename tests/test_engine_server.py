@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from execution.execeval_compat import EXECEVAL_RUNTIMES
-from execution.languages import accepted_names, resolve
-from execution.server import ExecServer, make_server
+from code_eval_taskpack.execution.execeval_compat import EXECEVAL_RUNTIMES
+from code_eval_taskpack.execution.languages import accepted_names, resolve
+from code_eval_taskpack.execution.server import ExecServer, make_server
 from tests.conftest import require_runtime
 from tests.engine_programs import ADD_PY
 

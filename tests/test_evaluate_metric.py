@@ -30,13 +30,13 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def _load() -> Any:
     import evaluate
 
-    from utils.evaluate_metrics import CODE_EXEC_PATH
+    from code_eval_taskpack.utils.evaluate_metrics import CODE_EXEC_PATH
 
     return evaluate.load(str(CODE_EXEC_PATH))
 
 
 def test_refuses_without_the_opt_in(offline: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    from utils.evaluate_metrics import execution_passk
+    from code_eval_taskpack.utils.evaluate_metrics import execution_passk
 
     judged: list[Any] = []
     monkeypatch.setattr(execution_passk, "judge_programs", lambda *a, **k: judged.append(a))
@@ -112,7 +112,7 @@ def test_unbiased_estimator_limits_and_compile_errors(
 def test_bad_references_name_the_row_and_field(
     offline: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from utils.evaluate_metrics.execution_passk import MetricInputError, compute
+    from code_eval_taskpack.utils.evaluate_metrics.execution_passk import MetricInputError, compute
 
     monkeypatch.setenv("HF_ALLOW_CODE_EVAL", "1")
     good = {"language": "Python 3", "tests": LUCKY_TESTS}
@@ -131,7 +131,7 @@ def test_bad_references_name_the_row_and_field(
 
 def test_path_command_prints_the_loadable_folder() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "utils.evaluate_metrics"],
+        [sys.executable, "-m", "code_eval_taskpack.utils.evaluate_metrics"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from execution import types
-from execution.execeval_compat import (
+from code_eval_taskpack.execution import types
+from code_eval_taskpack.execution.execeval_compat import (
     EXECEVAL_RUNTIMES,
     MAX_MEMORY_MB,
     CompatError,
@@ -21,9 +21,9 @@ from execution.execeval_compat import (
     execeval_limits,
     execeval_outcome,
 )
-from execution.languages import resolve
-from execution.server import ExecServer, make_server
-from execution.types import Verdict
+from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.execution.server import ExecServer, make_server
+from code_eval_taskpack.execution.types import Verdict
 from lm_eval_tasks.xcodeeval.execeval_client import (
     CLUSTER_RUNTIME,
     LIMITS_BY_LANG,

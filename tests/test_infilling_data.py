@@ -9,11 +9,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from code_eval_taskpack.utils.errors import DataError
 from lm_eval_tasks.code_infilling import data
 from lm_eval_tasks.code_infilling.documents import build_docs
 from tests.conftest import serve_hub, write_jsonl
 from tests.infilling_support import ROWS_FILE, load_rows
-from utils.errors import DataError
 
 
 def _parquet(rows: list[dict], path: Path) -> Path:

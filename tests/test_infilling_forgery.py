@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from execution.repo_tests import pytest_plugin, signed_report
-from execution.repo_tests.log_parsers import parse_pytest
+from code_eval_taskpack.execution.repo_tests import pytest_plugin, signed_report
+from code_eval_taskpack.execution.repo_tests.log_parsers import parse_pytest
 from lm_eval_tasks.code_infilling import data
 from lm_eval_tasks.code_infilling.grading import GradingSettings, grade
 from tests.infilling_support import ROWS_FILE

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from execution.repo_tests import RepoTestJob, local
-from execution.repo_tests.log_parsers import MISSING, parse_pytest
-from execution.repo_tests.patching import apply_patch, file_diff, scratch_copy
+from code_eval_taskpack.execution.repo_tests import RepoTestJob, local
+from code_eval_taskpack.execution.repo_tests.log_parsers import MISSING, parse_pytest
+from code_eval_taskpack.execution.repo_tests.patching import apply_patch, file_diff, scratch_copy
 from lm_eval_tasks.code_infilling import data, stitch
 from lm_eval_tasks.code_infilling.grading import (
     GradingSettings,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from code_eval_taskpack.utils.metrics import edit_similarity, exact_match, levenshtein
 from lm_eval_tasks.code_infilling import utils as task_utils
-from utils.metrics import edit_similarity, exact_match, levenshtein
 
 
 def _table(a: str, b: str) -> int:

@@ -9,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from execution.repo_tests import RepoTestJob, local
-from execution.repo_tests.in_sandbox import TEST_LIMITS
-from execution.repo_tests.patching import apply_patch, file_diff, split_lines, touched_files
+from code_eval_taskpack.execution.repo_tests import RepoTestJob, local
+from code_eval_taskpack.execution.repo_tests.in_sandbox import TEST_LIMITS
+from code_eval_taskpack.execution.repo_tests.patching import (
+    apply_patch,
+    file_diff,
+    split_lines,
+    touched_files,
+)
 from lm_eval_tasks.code_infilling import stitch
 from tests.conftest import require_binary
 from tests.infilling_support import git

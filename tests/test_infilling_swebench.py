@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from execution.repo_tests import RepoTestJob, swebench_backend
+from code_eval_taskpack.execution.repo_tests import RepoTestJob, swebench_backend
 from lm_eval_tasks.code_infilling import data
 from lm_eval_tasks.code_infilling import utils as task_utils
 from lm_eval_tasks.code_infilling.grading import (

@@ -14,12 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from execution import toolchains
-from execution.languages import CLUSTERS, REGISTRY_PATH, load_registry, registry, resolve
+from code_eval_taskpack.execution import toolchains
+from code_eval_taskpack.execution.languages import (
+    CLUSTERS,
+    REGISTRY_PATH,
+    load_registry,
+    registry,
+    resolve,
+)
+from code_eval_taskpack.utils import languages
+from code_eval_taskpack.utils.code_extraction import extract_code
+from code_eval_taskpack.utils.languages import CATALOG_PATH, load_catalog
 from lm_eval_tasks.code_infilling import fim
-from utils import languages
-from utils.code_extraction import extract_code
-from utils.languages import CATALOG_PATH, load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -215,9 +221,9 @@ def test_xcodeeval_readme_lists_the_catalog_slugs() -> None:
 _PROBE = textwrap.dedent(
     """
     import json
-    from execution import languages as engine, toolchains
-    from utils import languages
-    from utils.code_extraction import extract_code
+    from code_eval_taskpack.execution import languages as engine, toolchains
+    from code_eval_taskpack.utils import languages
+    from code_eval_taskpack.utils.code_extraction import extract_code
     from lm_eval_tasks.xcodeeval.data import SLUGS
     from lm_eval_tasks.code_infilling import fim
     from lm_eval_tasks.xcodeeval import _generate_configs
@@ -264,14 +270,18 @@ comment = "//"
 def test_a_new_language_is_two_table_rows(tmp_path: Path) -> None:
     """Add a synthetic language to a copy of the pack's two tables: every derived table has it."""
     pack = tmp_path / "pack"
-    for name in ("execution", "utils", "lm_eval_tasks"):
-        shutil.copytree(ROOT / name, pack / name, ignore=shutil.ignore_patterns("__pycache__"))
-    engine_toml = pack / "execution" / "languages.toml"
+    for name, dest in (
+        ("execution", "code_eval_taskpack/execution"),
+        ("utils", "code_eval_taskpack/utils"),
+        ("lm_eval_tasks", "lm_eval_tasks"),
+    ):
+        shutil.copytree(ROOT / name, pack / dest, ignore=shutil.ignore_patterns("__pycache__"))
+    engine_toml = pack / "code_eval_taskpack" / "execution" / "languages.toml"
     text = engine_toml.read_text(encoding="utf-8")
     assert '"Rust" = "Rust 2018"\n' in text
     text = text.replace('"Rust" = "Rust 2018"\n', '"Rust" = "Rust 2018"\n"Zig" = "Zig 0.11"\n')
     engine_toml.write_text(text + _ZIG_RUNTIME, encoding="utf-8")
-    bench_toml = pack / "utils" / "languages.toml"
+    bench_toml = pack / "code_eval_taskpack" / "utils" / "languages.toml"
     bench_toml.write_text(bench_toml.read_text(encoding="utf-8") + _ZIG_ROW, encoding="utf-8")
 
     env = {**os.environ, "PYTHONPATH": str(pack)}
@@ -287,10 +297,17 @@ def test_a_new_language_is_two_table_rows(tmp_path: Path) -> None:
     before = probe()
     assert before["toolchains_check"] == 1, "the copied toolchains.txt must be stale"
     generated = subprocess.run(
-        [sys.executable, "-m", "execution.toolchains"], cwd=tmp_path, env=env, capture_output=True
+        [sys.executable, "-m", "code_eval_taskpack.execution.toolchains"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
     )
     assert generated.returncode == 0, generated.stderr
-    listed = (pack / "execution" / "toolchains.txt").read_text(encoding="utf-8").splitlines()
+    listed = (
+        (pack / "code_eval_taskpack" / "execution" / "toolchains.txt")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    )
     assert "zig-compiler" in listed
     after = probe()
     assert after["toolchains_check"] == 0

@@ -67,11 +67,18 @@ def test_wheel_ships_task_files(wheel: Path) -> None:
     }
     assert expected, "no task files found"
     assert expected <= shipped, f"missing from the wheel: {sorted(expected - shipped)[:10]}"
-    assert {"execution/languages.toml", "execution/launcher.c", "utils/languages.toml"} <= shipped
+    assert {
+        "code_eval_taskpack/execution/languages.toml",
+        "code_eval_taskpack/execution/launcher.c",
+        "code_eval_taskpack/utils/languages.toml",
+    } <= shipped
+    # the generic folder names are never top-level import names of the installed pack
+    assert not any(name.startswith(("execution/", "utils/")) for name in shipped)
 
 
 def test_tasks_load_from_a_non_editable_install(wheel: Path, tmp_path: Path) -> None:
-    """Install the wheel into a bare folder and load a real task from the installed copy."""
+    """Install the wheel into a bare folder and load a real task from the installed copy, from a
+    working directory whose own `utils.py` and `execution.py` would shadow generic names."""
     require(SHARED_DATA.is_dir(), f"shared data folder {SHARED_DATA} is missing")
     target = tmp_path / "site"
     subprocess.run(
@@ -84,21 +91,28 @@ def test_tasks_load_from_a_non_editable_install(wheel: Path, tmp_path: Path) -> 
     probe = textwrap.dedent(
         f"""
         import json, lm_eval_tasks
+        import code_eval_taskpack.execution, code_eval_taskpack.utils
         from lm_eval.tasks import TaskManager, get_task_dict
         meta = {{"clozetest_data_dir": {str(SHARED_DATA / "codexglue_clozetest_maxmin")!r},
                  "clozetest_predict_only": True}}
         tm = TaskManager(include_path=str(lm_eval_tasks.PATH), include_defaults=False, metadata=meta)
         task = get_task_dict(["clozetest_maxmin_ruby"], tm)["clozetest_maxmin_ruby"]
-        print(json.dumps({{"path": str(lm_eval_tasks.PATH), "docs": len(list(task.test_docs()))}}))
+        print(json.dumps({{"path": str(lm_eval_tasks.PATH), "docs": len(list(task.test_docs())),
+                          "engine": code_eval_taskpack.execution.__file__,
+                          "utils": code_eval_taskpack.utils.__file__}}))
         """
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
+    # research code often has its own utils.py: it sits first on sys.path and must not matter
+    for name in ("utils.py", "execution.py"):
+        (tmp_path / name).write_text("raise SystemExit('the user module was imported')\n")
     done = subprocess.run(
         [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["path"].startswith(str(target)), report
+    assert report["engine"].startswith(str(target)) and report["utils"].startswith(str(target))
     assert report["docs"] == 38
 
 
@@ -111,3 +125,25 @@ def test_every_declared_task_and_group_is_indexed() -> None:
     assert declared <= indexed, (
         f"declared but not indexed (broken YAML?): {sorted(declared - indexed)}"
     )
+
+
+def test_setup_cfg_lists_every_package() -> None:
+    """`packages` in setup.cfg is explicit (the folders map onto other import names): every
+    folder with an __init__.py must be listed, or the wheel silently lacks it."""
+    import configparser
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    listed = set(cfg["options"]["packages"].split())
+    mapping = dict(line.split(" = ") for line in cfg["options"]["package_dir"].strip().splitlines())
+    expected = set()
+    for init in ROOT.glob("**/__init__.py"):
+        rel = init.parent.relative_to(ROOT)
+        if rel.parts[0] not in ("execution", "utils", "lm_eval_tasks"):
+            continue
+        name = ".".join(rel.parts)
+        for package, folder in mapping.items():
+            if rel.parts[0] == folder:
+                name = ".".join((package, *rel.parts[1:]))
+        expected.add(name)
+    assert listed == expected, (sorted(expected - listed), sorted(listed - expected))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from execution.progress import LOG_INTERVAL_S, LOG_STEP_PERCENT, Progress
+from code_eval_taskpack.execution.progress import LOG_INTERVAL_S, LOG_STEP_PERCENT, Progress
 from tests.conftest import ROOT
 
 
@@ -99,7 +99,7 @@ def test_hub_download_bars_are_off_in_logs(
     import huggingface_hub
     from huggingface_hub.utils import are_progress_bars_disabled
 
-    from utils import download
+    from code_eval_taskpack.utils import download
 
     seen: list[bool] = []
 

@@ -10,12 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from utils import download
-from utils.code_extraction import extract_code
-from utils.errors import DataError
-from utils.judging import CaseBuilder, Program
-from utils.metrics import pass_at_k, passk_from_verdicts
-from utils.settings import Frozen, Setting, as_bool, lookup, parse_settings, regroup
+from code_eval_taskpack.utils import download
+from code_eval_taskpack.utils.code_extraction import extract_code
+from code_eval_taskpack.utils.errors import DataError
+from code_eval_taskpack.utils.judging import CaseBuilder, Program
+from code_eval_taskpack.utils.metrics import pass_at_k, passk_from_verdicts
+from code_eval_taskpack.utils.settings import (
+    Frozen,
+    Setting,
+    as_bool,
+    lookup,
+    parse_settings,
+    regroup,
+)
 
 
 def _pass_at_k_by_enumeration(n: int, c: int, k: int) -> float:
@@ -53,7 +60,7 @@ def test_passk_from_verdicts_leaves_engine_failures_out_and_gives_nan_below_k() 
 
 
 def test_a_program_to_judge_is_the_engines_job_and_shares_its_test_cases() -> None:
-    from execution.types import Job
+    from code_eval_taskpack.execution.types import Job
 
     assert Program is Job
     cases = CaseBuilder()

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from code_eval_taskpack.utils.errors import DataError
+from code_eval_taskpack.utils.metrics import binary_scores, multilabel_macro_f1, rank_of_positive
 from lm_eval_tasks.xcodeeval import _generate_configs, documents
 from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval.parsing import parse_compile_answer, parse_tags
@@ -22,8 +24,6 @@ from tests.xcodeeval_support import (
     run_tasks,
     task_manager,
 )
-from utils.errors import DataError
-from utils.metrics import binary_scores, multilabel_macro_f1, rank_of_positive
 
 # --------------------------------------------------------------------------- config files
 

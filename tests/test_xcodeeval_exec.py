@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-import execution
-from execution.types import Job, Result, Verdict
+from code_eval_taskpack import execution
+from code_eval_taskpack.execution.types import Job, Result, Verdict
+from code_eval_taskpack.utils.errors import DataError
 from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval import documents
 from lm_eval_tasks.xcodeeval.hooks import verdict_records
@@ -26,7 +27,6 @@ from tests import xcodeeval_support as support
 from tests.conftest import ROOT, require, serve_hub, write_jsonl
 from tests.lm_fakes import run_cli
 from tests.xcodeeval_support import FIXTURES, fx
-from utils.errors import DataError
 
 SLUGS = xd.SLUGS
 
@@ -128,7 +128,7 @@ def test_execeval_switch_selects_the_execeval_comparator_and_limits(
     record = verdict_records(out["samples"]["xcodeeval_synth_greedy_go"][0]["filtered_resps"][0])
     assert record[0]["limits"] == {"time_s": 2.0, "memory_mb": 2048}
     # ExecEval's rule for time is 2 s x its factor: 2 s for Go, 6 s for Java, 4 s for PyPy
-    from execution.limits import run_limits
+    from code_eval_taskpack.execution.limits import run_limits
 
     for name, want in (("Go", 2.0), ("Java 17", 6.0), ("PyPy 3", 4.0)):
         factor = execution.resolve(name).time_factor

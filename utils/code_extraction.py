@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from utils import languages
+from . import languages
 
 _FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([^\n`]*)\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
 

@@ -19,8 +19,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from execution.jsonl import iter_jsonl, iter_lines
-from utils.errors import DataError
+from code_eval_taskpack.execution.jsonl import iter_jsonl, iter_lines
+
+from .errors import DataError
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_SMALL_JSON_BYTES = 64 * 1024 * 1024

@@ -16,13 +16,14 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-import execution.cache
-from utils.errors import DataError
+from code_eval_taskpack.execution import cache as engine_cache
+
+from .errors import DataError
 
 
 def cache_root() -> Path:
-    """The project's cache directory (see `execution.cache.cache_root`), created if missing."""
-    root = execution.cache.cache_root()
+    """The project's cache directory (see `engine_cache.cache_root`), created if missing."""
+    root = engine_cache.cache_root()
     root.mkdir(parents=True, exist_ok=True)
     return root
 

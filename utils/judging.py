@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from execution.types import Job, TestCase
+from code_eval_taskpack.execution.types import Job, TestCase
 
 _log = logging.getLogger("judging")
 
@@ -78,13 +78,13 @@ def judge_programs(
     log = logger or _log
     if not programs:
         return []
-    from execution import Engine
+    from code_eval_taskpack.execution import Engine
 
     jobs = list(programs)
     engine = Engine(workers=workers, cache=cache, comparator=comparator, backend=backend)
     bar = None
     if progress is None:
-        from execution.progress import Progress
+        from code_eval_taskpack.execution.progress import Progress
 
         bar = Progress(len(jobs), desc=f"judging {label}")
         progress = lambda done, total: bar.update(done)  # noqa: E731

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from execution.languages import REGISTRY_PATH, load_registry
+from code_eval_taskpack.execution.languages import REGISTRY_PATH, load_registry
 
 if sys.version_info >= (3, 11):
     import tomllib

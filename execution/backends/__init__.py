@@ -8,8 +8,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from execution.backends.base import Backend, Session
-from execution.backends.local import LocalBackend
+from ..backends.base import Backend, Session
+from ..backends.local import LocalBackend
 
 _registry: dict[str, Callable[[], Backend]] = {"local": LocalBackend}
 _instances: dict[str, Backend] = {}

@@ -13,10 +13,10 @@ import abc
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from execution.isolation import LAYERS, check_policy, policy_refusal
-from execution.languages import Runtime
-from execution.limits import Limits
-from execution.sandbox import CommandOutcome, IsolationRefused
+from ..isolation import LAYERS, check_policy, policy_refusal
+from ..languages import Runtime
+from ..limits import Limits
+from ..sandbox import CommandOutcome, IsolationRefused
 
 
 class Session(Protocol):

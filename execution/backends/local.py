@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from execution.backends.base import Backend, Session
-from execution.isolation import REQUIRED_LAYERS, check_policy
-from execution.sandbox import Sandbox, host_isolation
+from ..backends.base import Backend, Session
+from ..isolation import REQUIRED_LAYERS, check_policy
+from ..sandbox import Sandbox, host_isolation
 
 
 class LocalBackend(Backend):

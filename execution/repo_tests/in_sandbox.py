@@ -13,8 +13,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from execution.limits import MB, Limits
-from execution.sandbox import CommandOutcome, default_env, is_system_path, run_command
+from ..limits import MB, Limits
+from ..sandbox import CommandOutcome, default_env, is_system_path, run_command
 
 #: Defaults for a repository test run: whole test files of real projects, several interpreters
 #: started by plugins, a few hundred MB of imports.

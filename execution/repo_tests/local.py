@@ -20,19 +20,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from execution.limits import Limits
-from execution.repo_tests.in_sandbox import TEST_LIMITS, run_tests
-from execution.repo_tests.log_parsers import get_parser
-from execution.repo_tests.model import (
+from ..limits import Limits
+from ..repo_tests.in_sandbox import TEST_LIMITS, run_tests
+from ..repo_tests.log_parsers import get_parser
+from ..repo_tests.model import (
     LOG_TAIL,
     RepoTestJob,
     RepoTestOutcome,
     checkout_dir,
     decide,
 )
-from execution.repo_tests.patching import apply_patch, has_commit, scratch_copy, touched_files
-from execution.repo_tests.signed_report import ReportChannel, verify
-from execution.sandbox import CommandOutcome, SandboxError
+from ..repo_tests.patching import apply_patch, has_commit, scratch_copy, touched_files
+from ..repo_tests.signed_report import ReportChannel, verify
+from ..sandbox import CommandOutcome, SandboxError
 
 DEFAULT_TEST_CMD = "python -m pytest -rA"
 

@@ -166,5 +166,7 @@ def _install() -> dict[str, Any]:
     }
 
 
-if __name__ != "execution.repo_tests.pytest_plugin":  # loaded by pytest inside the sandbox
+if not __name__.endswith(
+    "execution.repo_tests.pytest_plugin"
+):  # loaded by pytest inside the sandbox
     globals().update(_install())

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from code_eval_taskpack.utils import datafiles, download
+from code_eval_taskpack.utils.errors import DataError
+from code_eval_taskpack.utils.settings import parse_settings
 from lm_eval_tasks.clozetest_maxmin import settings as cs
-from utils import datafiles, download
-from utils.errors import DataError
-from utils.settings import parse_settings
 
 # A child of lm-eval's logger, so messages show with lm-eval's own verbosity and handler.
 log = logging.getLogger("lm_eval.tasks.clozetest_maxmin")

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from code_eval_taskpack.utils import datafiles, download
+from code_eval_taskpack.utils.errors import DataError
 from lm_eval_tasks.code_infilling.settings import DATA
-from utils import datafiles, download
-from utils.errors import DataError
 
 HUB_REPO = "sourcegraph/code-multi-line-infilling-benchmark"
 HUB_FILE = "data/test-00000-of-00001.parquet"

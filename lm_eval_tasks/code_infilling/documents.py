@@ -18,10 +18,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from code_eval_taskpack.utils.settings import as_bool, parse_settings
 from lm_eval_tasks.code_infilling import data, fim
 from lm_eval_tasks.code_infilling import settings as ss
 from lm_eval_tasks.code_infilling.grading import GradingSettings, preflight
-from utils.settings import as_bool, parse_settings
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from utils import languages
-from utils.code_extraction import extract_code
+from code_eval_taskpack.utils import languages
+from code_eval_taskpack.utils.code_extraction import extract_code
 
 FORMATS_FILE = Path(__file__).resolve().parent / "fim_formats.json"
 

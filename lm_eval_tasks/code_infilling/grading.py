@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from execution.repo_tests import RepoTestJob, RepoTestOutcome
+from code_eval_taskpack.execution.repo_tests import RepoTestJob, RepoTestOutcome
+from code_eval_taskpack.utils.settings import Frozen, parse_settings, regroup
 from lm_eval_tasks.code_infilling.settings import GRADING_SETTINGS
 from lm_eval_tasks.code_infilling.stitch import model_patch, stitched_file
-from utils.settings import Frozen, parse_settings, regroup
 
 if TYPE_CHECKING:
-    from execution.repo_tests.local import LocalConfig
-    from execution.repo_tests.swebench_backend import SwebenchConfig
+    from code_eval_taskpack.execution.repo_tests.local import LocalConfig
+    from code_eval_taskpack.execution.repo_tests.swebench_backend import SwebenchConfig
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +111,8 @@ class LocalGrader:
     name = "local"
 
     def config(self, settings: GradingSettings) -> LocalConfig:
-        from execution.repo_tests.in_sandbox import TEST_LIMITS
-        from execution.repo_tests.local import LocalConfig
+        from code_eval_taskpack.execution.repo_tests.in_sandbox import TEST_LIMITS
+        from code_eval_taskpack.execution.repo_tests.local import LocalConfig
 
         limits = TEST_LIMITS.scaled(
             cpu_s=settings.test_cpu_s,
@@ -128,7 +128,7 @@ class LocalGrader:
         )
 
     def preflight(self, jobs: Sequence[RepoTestJob], settings: GradingSettings) -> list[str]:
-        from execution.repo_tests import local
+        from code_eval_taskpack.execution.repo_tests import local
 
         if not settings.repos_dir:
             return [
@@ -139,7 +139,7 @@ class LocalGrader:
     def grade_many(
         self, jobs: Sequence[RepoTestJob], settings: GradingSettings
     ) -> list[RepoTestOutcome]:
-        from execution.repo_tests import local
+        from code_eval_taskpack.execution.repo_tests import local
 
         return local.grade_many(jobs, self.config(settings))
 
@@ -150,7 +150,7 @@ class SwebenchGrader:
     name = "swebench"
 
     def config(self, settings: GradingSettings) -> SwebenchConfig:
-        from execution.repo_tests.swebench_backend import SwebenchConfig
+        from code_eval_taskpack.execution.repo_tests.swebench_backend import SwebenchConfig
 
         namespace = settings.swebench_namespace
         return SwebenchConfig(
@@ -165,14 +165,14 @@ class SwebenchGrader:
         )
 
     def preflight(self, jobs: Sequence[RepoTestJob], settings: GradingSettings) -> list[str]:
-        from execution.repo_tests import swebench_backend
+        from code_eval_taskpack.execution.repo_tests import swebench_backend
 
         return swebench_backend.preflight(jobs, self.config(settings))
 
     def grade_many(
         self, jobs: Sequence[RepoTestJob], settings: GradingSettings
     ) -> list[RepoTestOutcome]:
-        from execution.repo_tests import swebench_backend
+        from code_eval_taskpack.execution.repo_tests import swebench_backend
 
         return swebench_backend.grade_many(jobs, self.config(settings))
 

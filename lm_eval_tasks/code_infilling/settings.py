@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 
+from code_eval_taskpack.utils.settings import Setting
 from lm_eval_tasks.code_infilling.fim import DEFAULT_MAX_PROMPT_CHARS, DEFAULT_MAX_PROMPT_TOKENS
-from utils.settings import Setting
 
 GRADERS = ("swebench", "local")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from execution.repo_tests.patching import file_diff
+from code_eval_taskpack.execution.repo_tests.patching import file_diff
 
 
 def gold_file(row: Mapping[str, Any]) -> str:

@@ -8,8 +8,8 @@ import json
 import math
 from typing import Any
 
+from code_eval_taskpack.utils.metrics import edit_similarity, exact_match
 from lm_eval_tasks.code_infilling import documents, fim, grading
-from utils.metrics import edit_similarity, exact_match
 
 
 def load(**kwargs: Any) -> dict[str, Any]:

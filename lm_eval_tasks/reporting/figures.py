@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from execution.types import Verdict
+from code_eval_taskpack.execution.types import Verdict
 from lm_eval_tasks.reporting.benchmarks import CHANCE_MAJORITY, language_of
 from lm_eval_tasks.reporting.results import Run, samples, verdict_records
 

@@ -195,8 +195,8 @@ def versions() -> dict[str, Any]:
     """Exact versions a result depends on: lm-eval, this pack, the engine and each toolchain."""
     from importlib import metadata
 
-    from execution.languages import runtimes
-    from execution.version import ENGINE_VERSION
+    from code_eval_taskpack.execution.languages import runtimes
+    from code_eval_taskpack.execution.version import ENGINE_VERSION
 
     def dist(name: str) -> str | None:
         try:

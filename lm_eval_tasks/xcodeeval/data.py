@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from execution.languages import CLUSTERS, resolve
+from code_eval_taskpack.execution.languages import CLUSTERS, resolve
+from code_eval_taskpack.utils import datafiles, download, languages
+from code_eval_taskpack.utils.errors import DataError
+from code_eval_taskpack.utils.settings import parse_settings
 from lm_eval_tasks.xcodeeval import settings as xs
-from utils import datafiles, download, languages
-from utils.errors import DataError
-from utils.settings import parse_settings
 
 log = logging.getLogger("xcodeeval")
 
@@ -469,7 +469,7 @@ def runtime_unavailable(name: str) -> str:
     A name the engine's registry does not know is unavailable too: such rows are counted and
     reported like rows whose toolchain is missing, never turned into engine failures.
     """
-    from execution.languages import UnknownLanguageError
+    from code_eval_taskpack.execution.languages import UnknownLanguageError
 
     try:
         runtime = resolve(name)

@@ -17,13 +17,13 @@ from typing import Any
 
 import datasets
 
-from execution.languages import resolve
+from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.utils import datafiles
+from code_eval_taskpack.utils.errors import DataError
+from code_eval_taskpack.utils.settings import parse_settings
 from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval import settings as xs
 from lm_eval_tasks.xcodeeval.judging import settings_from
-from utils import datafiles
-from utils.errors import DataError
-from utils.settings import parse_settings
 
 log = logging.getLogger("xcodeeval")
 

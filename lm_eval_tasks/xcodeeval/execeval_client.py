@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from code_eval_taskpack.utils.metrics import pass_at_k
 from lm_eval_tasks.xcodeeval.data import Problem, read_jsonl
-from utils.metrics import pass_at_k
 
 _C_LIKE: tuple[str, ...] = (
     "GNU C",

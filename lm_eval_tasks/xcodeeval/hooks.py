@@ -15,20 +15,20 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from lm_eval_tasks.xcodeeval import data as xd
-from lm_eval_tasks.xcodeeval.judging import ExecSettings, judge
-from lm_eval_tasks.xcodeeval.metrics import ks_for
-from lm_eval_tasks.xcodeeval.parsing import parse_compile_answer, parse_tags
-from utils.code_extraction import extract_code
-from utils.judging import CaseBuilder, Program
-from utils.metrics import (
+from code_eval_taskpack.utils.code_extraction import extract_code
+from code_eval_taskpack.utils.judging import CaseBuilder, Program
+from code_eval_taskpack.utils.metrics import (
     INFRA_ERROR,
     binary_scores,
     multilabel_macro_f1,
     passk_from_verdicts,
     rank_of_positive,
 )
-from utils.settings import regroup
+from code_eval_taskpack.utils.settings import regroup
+from lm_eval_tasks.xcodeeval import data as xd
+from lm_eval_tasks.xcodeeval.judging import ExecSettings, judge
+from lm_eval_tasks.xcodeeval.metrics import ks_for
+from lm_eval_tasks.xcodeeval.parsing import parse_compile_answer, parse_tags
 
 log = logging.getLogger("xcodeeval")
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from execution.types import TestCase
+from code_eval_taskpack.execution.types import TestCase
+from code_eval_taskpack.utils.judging import Program, judge_programs
+from code_eval_taskpack.utils.settings import Frozen, parse_settings
 from lm_eval_tasks.xcodeeval import settings as xs
-from utils.judging import Program, judge_programs
-from utils.settings import Frozen, parse_settings
 
 log = logging.getLogger("xcodeeval")
 
@@ -83,7 +83,7 @@ class ExecSettings(Frozen):
         if self.cache is None:
             return None
         if self.cache == "default":
-            from execution.cache import default_cache_dir
+            from code_eval_taskpack.execution.cache import default_cache_dir
 
             return default_cache_dir()
         return Path(self.cache)
@@ -92,7 +92,7 @@ class ExecSettings(Frozen):
 def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:
     """`xcodeeval_execeval_compat`, `xcodeeval_workers`, `xcodeeval_exec_cache` (a directory,
     or `none` to judge everything afresh) and `exec_backend` from metadata or the environment."""
-    from execution.backends import get_backend
+    from code_eval_taskpack.execution.backends import get_backend
 
     values = parse_settings(
         (xs.EXECEVAL_COMPAT, xs.WORKERS, xs.EXEC_CACHE, xs.EXEC_BACKEND), kwargs

@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from utils.metrics import INFRA_ERROR, passk_from_verdicts
+from code_eval_taskpack.utils.metrics import INFRA_ERROR, passk_from_verdicts
 
 DEFAULT_KS = (1, 5, 10, 20)
 

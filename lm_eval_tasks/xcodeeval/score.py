@@ -27,13 +27,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from execution.languages import resolve
+from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.utils import datafiles
+from code_eval_taskpack.utils.errors import DataError
+from code_eval_taskpack.utils.judging import CaseBuilder, Program
 from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval.judging import ExecSettings, judge
 from lm_eval_tasks.xcodeeval.metrics import DEFAULT_KS, language_table
-from utils import datafiles
-from utils.errors import DataError
-from utils.judging import CaseBuilder, Program
 
 NEEDED_BY = "xcodeeval_score"
 

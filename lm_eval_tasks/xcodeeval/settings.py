@@ -5,7 +5,7 @@ The README's table of keys is rendered from `SETTINGS` (a test keeps it current)
 
 from __future__ import annotations
 
-from utils.settings import Setting
+from code_eval_taskpack.utils.settings import Setting
 
 SPLITS = ("validation", "test")
 

@@ -1,7 +1,7 @@
 """`evaluate` metrics shipped inside the package, loadable offline by path:
 
     import evaluate
-    from utils.evaluate_metrics import CODE_EXEC_PATH
+    from ..evaluate_metrics import CODE_EXEC_PATH
     code_exec = evaluate.load(str(CODE_EXEC_PATH))
 
 `python -m utils.evaluate_metrics` prints the path (subcommand `code-eval metric-path`).

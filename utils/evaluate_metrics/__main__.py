@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from utils.evaluate_metrics import CODE_EXEC_PATH
+from ..evaluate_metrics import CODE_EXEC_PATH
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from utils.judging import CaseBuilder, Program, judge_programs
-from utils.metrics import INFRA_ERROR, passk_from_verdicts
+from ..judging import CaseBuilder, Program, judge_programs
+from ..metrics import INFRA_ERROR, passk_from_verdicts
 
 OPT_IN_VARIABLE = "HF_ALLOW_CODE_EVAL"
 OPT_IN_MESSAGE = f"""
@@ -104,7 +104,7 @@ def _cache_dir(cache: str | None) -> Path | None:
     if cache is None:
         return None
     if cache == "default":
-        from execution.cache import default_cache_dir
+        from code_eval_taskpack.execution.cache import default_cache_dir
 
         return default_cache_dir()
     return Path(cache)
@@ -132,7 +132,7 @@ def compute(
     ks = sorted({int(x) for x in k})
     if not ks or ks[0] < 1:
         raise MetricInputError(f"k: positive integers, got {list(k)!r}")
-    from execution.languages import resolve
+    from code_eval_taskpack.execution.languages import resolve
 
     cases = CaseBuilder()
     programs: list[Program] = []

@@ -8,7 +8,11 @@ the environment variable HF_ALLOW_CODE_EVAL is "1".
 import datasets
 import evaluate
 
-from utils.evaluate_metrics.execution_passk import compute, require_opt_in, with_default_limits
+from code_eval_taskpack.utils.evaluate_metrics.execution_passk import (
+    compute,
+    require_opt_in,
+    with_default_limits,
+)
 
 _DESCRIPTION = """
 Judges every candidate program against stdin/stdout tests with the code-eval-taskpack engine (C,
