@@ -4,7 +4,7 @@ Public API: `Engine` (judge / judge_many), the data model (`Job`, `TestCase`, `R
 `Verdict`), `resolve` (language name -> runtime) and `ENGINE_VERSION`. The names are loaded on
 first use, so importing a light submodule (e.g. `execution.errors`) does not load the engine.
 The Debian packages the runtimes need are listed in `toolchains.txt` (used by `make toolchains`,
-generated from `languages.toml` by `python -m execution.toolchains`).
+generated from `languages.toml` by `python -m code_eval_taskpack.execution.toolchains`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`python -m execution ...` (see execution.cli)."""
+"""`code-exec ...` (see execution.cli)."""
 
 from .cli import main
 

@@ -1,4 +1,4 @@
-"""`python -m execution batch`: judge a JSONL file of jobs, resumably.
+"""`code-exec batch`: judge a JSONL file of jobs, resumably.
 
 The input is read twice: a first pass validates every line (so a typo on line 9,000 stops the
 batch before an hour of judging) and counts identical jobs; the second pass judges in chunks and

@@ -1,4 +1,4 @@
-"""Command line: `python -m execution {run,batch,doctor,serve}`.
+"""Command line: `code-exec {run,batch,doctor,serve}`.
 
 Exit codes: 0 = every program was judged (whatever its verdict); 1 = an engine failure
 (INFRA_ERROR) left some program unjudged; 2 = bad usage or bad input (unknown language, malformed

@@ -36,18 +36,8 @@ LAYERS: tuple[str, ...] = (
 #: what the local sandbox promises (and `required` demands of it): namespaces, the private
 #: file-system view and seccomp (as root the uid switch is active too; rootless, a user namespace
 #: stands in for it)
-REQUIRED_LAYERS: tuple[str, ...] = (
-    "private_workdir",
-    "env_allowlist",
-    "new_session",
-    "rlimits",
-    "pid_namespace",
-    "net_namespace",
-    "mount_namespace",
-    "ipc_namespace",
-    "uts_namespace",
-    "fs_view",
-    "seccomp",
+REQUIRED_LAYERS: tuple[str, ...] = tuple(
+    layer for layer in LAYERS if layer not in ("unprivileged_uid", "cgroup")
 )
 
 

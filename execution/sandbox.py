@@ -372,6 +372,21 @@ def _probe_host() -> HostIsolation:
     return dataclasses.replace(ns, cgroups=cg[0], cgroup_detail=cg[1])
 
 
+def _popen_launcher(launcher: Path, err: BinaryIO) -> subprocess.Popen[bytes]:
+    """The launcher under its neutral argv (`/proc/1/cmdline` inside shows no host path), with
+    nothing of the engine's environment, not even for its init; configuration goes to stdin."""
+    return subprocess.Popen(
+        [INIT_NAME],
+        executable=str(launcher),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=err,
+        close_fds=True,
+        start_new_session=True,
+        env={"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"},
+    )
+
+
 def _probe_namespaces(launcher: Path) -> HostIsolation:
     seccomp = _seccomp_available()
     tmp = Path(tempfile.mkdtemp(prefix=f"code-exec-{os.getpid()}-probe-"))
@@ -382,16 +397,7 @@ def _probe_namespaces(launcher: Path) -> HostIsolation:
         if os.geteuid() != 0:
             words.append("--userns")
         with open(tmp / "err", "wb") as err:
-            proc = subprocess.Popen(
-                [INIT_NAME],
-                executable=str(launcher),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                close_fds=True,
-                start_new_session=True,
-                env={"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"},
-            )
+            proc = _popen_launcher(launcher, err)
         try:
             out, _ = proc.communicate(_launcher_config(words), timeout=60)
         except subprocess.TimeoutExpired:
@@ -633,17 +639,7 @@ class Sandbox:
         """Start the launcher under a neutral argv, its configuration on its stdin (so that
         /proc/1/cmdline inside shows no host path); its ready line, or None."""
         with open(self._stderr_path, "wb") as err:
-            self._proc = subprocess.Popen(
-                [INIT_NAME],
-                executable=str(launcher),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                close_fds=True,
-                start_new_session=True,
-                # nothing of the engine's environment reaches the sandbox, not even its init
-                env={"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"},
-            )
+            self._proc = _popen_launcher(launcher, err)
         assert self._proc.stdin is not None
         try:
             self._proc.stdin.write(_launcher_config(config))

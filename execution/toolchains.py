@@ -4,7 +4,7 @@ The packages are declared once, next to each runtime in `languages.toml` (`apt`)
 `[packages]` table (what the sandbox and the graders need); the text file exists so the Makefile
 can install them without Python. `--check` exits 1 when the file is stale (a test runs it).
 
-    python -m execution.toolchains [--check]
+    python -m code_eval_taskpack.execution.toolchains [--check]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from .languages import REGISTRY_PATH, load_registry
 
 TOOLCHAINS_PATH = Path(__file__).with_name("toolchains.txt")
-COMMAND = "python -m execution.toolchains"
+COMMAND = "python -m code_eval_taskpack.execution.toolchains"
 
 
 def render(registry_path: Path = REGISTRY_PATH) -> str:

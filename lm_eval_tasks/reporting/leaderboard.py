@@ -1,6 +1,6 @@
 """Leaderboard runs: lm-eval for every (model, task set) pair of a YAML file, resumable.
 
-    python -m lm_eval_tasks.reporting.leaderboard LEADERBOARD.yaml [--only MODEL ...] [--dry-run]
+    code-eval leaderboard run LEADERBOARD.yaml [--only MODEL ...] [--dry-run]
 
 The YAML file:
 
@@ -394,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Subcommand `code-eval leaderboard run`."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     p = argparse.ArgumentParser(
-        prog="python -m lm_eval_tasks.reporting.leaderboard",
+        prog="code-eval leaderboard run",
         description="Run lm-eval for every (model, task set) pair of a leaderboard file; "
         "pairs already done are skipped, so a killed run resumes where it stopped.",
     )

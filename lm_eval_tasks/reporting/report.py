@@ -1,6 +1,6 @@
 """Write a report of lm-eval runs: Markdown, CSV and JSON tables, PNG figures.
 
-    python -m lm_eval_tasks.reporting.report RESULTS... --out DIR [--title TEXT]
+    code-eval report RESULTS... --out DIR [--title TEXT]
 
 RESULTS are lm-eval output folders (`--output_path` of `lm_eval`), leaderboard folders, or
 results_*.json files. Writes DIR/report.md, DIR/leaderboard.csv, DIR/leaderboard.json and
@@ -81,7 +81,7 @@ def write_report(
 def main(argv: Sequence[str] | None = None) -> int:
     """Subcommand `code-eval report`."""
     p = argparse.ArgumentParser(
-        prog="python -m lm_eval_tasks.reporting.report",
+        prog="code-eval report",
         description="Leaderboard table (Markdown, CSV, JSON) and PNG figures from lm-eval runs.",
     )
     p.add_argument("results", nargs="+", type=Path, help="lm-eval output or leaderboard folders")

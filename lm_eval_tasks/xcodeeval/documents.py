@@ -118,7 +118,7 @@ def _exec_fields(
     if report.total and report.total == report.unscored:
         # lm-eval cannot run a task without documents; say why instead of failing obscurely
         hint = (
-            " Install the missing toolchain(s) (`python -m execution doctor` lists them) or "
+            " Install the missing toolchain(s) (`code-exec doctor` lists them) or "
             "leave this task out."
             if report.unavailable_rows
             else ""

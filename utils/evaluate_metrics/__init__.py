@@ -4,7 +4,7 @@
     from ..evaluate_metrics import CODE_EXEC_PATH
     code_exec = evaluate.load(str(CODE_EXEC_PATH))
 
-`python -m utils.evaluate_metrics` prints the path (subcommand `code-eval metric-path`).
+`code-eval metric-path` prints the path (subcommand `code-eval metric-path`).
 """
 
 from __future__ import annotations

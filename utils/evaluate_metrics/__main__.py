@@ -12,7 +12,7 @@ from ..evaluate_metrics import CODE_EXEC_PATH
 def main(argv: Sequence[str] | None = None) -> int:
     """Subcommand `code-eval metric-path`."""
     argparse.ArgumentParser(
-        prog="python -m utils.evaluate_metrics",
+        prog="code-eval metric-path",
         description="Print the path of the `code_exec` evaluate metric "
         "(use: evaluate.load(PATH); needs HF_ALLOW_CODE_EVAL=1 to run code).",
     ).parse_args(argv)

@@ -1,7 +1,7 @@
 """Execution pass@k in 11 languages: the sandboxed, multi-language counterpart of `code_eval`.
 
 Load it offline by path (no Hub access): `evaluate.load(str(utils.evaluate_metrics.CODE_EXEC_PATH))`
-(`python -m utils.evaluate_metrics` prints the path). Like `code_eval`, it refuses to run until
+(`code-eval metric-path` prints the path). Like `code_eval`, it refuses to run until
 the environment variable HF_ALLOW_CODE_EVAL is "1".
 """
 
