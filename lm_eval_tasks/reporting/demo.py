@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 import tempfile
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,19 @@ def judge(
             }
         )
     return summary, programs
+
+
+def language_lines(programs: list[dict[str, Any]]) -> str:
+    """The per-language table a newcomer reads first: programs, passing, and the verdicts."""
+    by_lang: dict[str, Counter[str]] = defaultdict(Counter)
+    for p in programs:
+        by_lang[p["lang_cluster"]][p["verdict"]] += 1
+    rows = [f"{'language':<12}{'programs':>9}{'passed':>8}  verdicts"]
+    for lang in sorted(by_lang):
+        counts = by_lang[lang]
+        shown = ", ".join(f"{v} {n}" for v, n in counts.most_common())
+        rows.append(f"{lang:<12}{sum(counts.values()):>9}{counts['PASSED']:>8}  {shown}")
+    return "\n".join(rows)
 
 
 def disagreements(programs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -239,7 +252,7 @@ def report(
 def main(argv: Sequence[str] | None = None) -> int:
     """Subcommand `code-eval demo xcodeeval-chatgpt`."""
     p = argparse.ArgumentParser(
-        prog="python -m lm_eval_tasks.reporting.demo", description=__doc__.split("\n\n")[0]
+        prog="code-eval demo xcodeeval-chatgpt", description=__doc__.split("\n\n")[0]
     )
     p.add_argument("--out", type=Path, required=True, help="folder for report.md and figures")
     p.add_argument(
@@ -275,6 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"ExecEval-passed programs passing the samples here: {agree[(True, True)]} of "
         f"{agree[(True, True)] + agree[(True, False)]}"
     )
+    print(language_lines(programs))
     print(f"report: {path}")
     problems = compare(found, expected)
     for x in problems:
