@@ -142,7 +142,7 @@ CASES: dict[str, tuple[str, str, str]] = {  # id -> (source, stdin, expected ver
 #: run by the unprivileged user: judges the jobs of argv[1] (JSON) and prints the results
 DRIVER = """
 import json, sys
-from code_eval_taskpack.execution import Engine, Job, TestCase
+from execution import Engine, Job, TestCase  # the engine folder on its own, copied for the user
 jobs = json.load(open(sys.argv[1]))
 engine = Engine(workers=2)
 todo = [Job("GNU C11", j["source"], (TestCase(j["stdin"], j["expected"]),),
