@@ -350,6 +350,28 @@ def host_isolation() -> HostIsolation:
         return _host
 
 
+def host_refusal(policy: str) -> str:
+    """Why `policy` cannot run any sandbox on this host ("" when it can), from the probe: under
+    `required`, no namespaces or no seccomp filter. A host without a launcher at all is not a
+    refusal: every job reports that as its own INFRA_ERROR."""
+    if check_policy(policy) != "required":
+        return ""
+    host = host_isolation()
+    if not host.launcher:
+        return ""
+    missing = [] if host.namespaces else ["namespaces"]
+    missing += [] if host.seccomp else ["seccomp"]
+    if not missing:
+        return ""
+    return (
+        f"isolation policy 'required' refused: this host lacks {' and '.join(missing)}"
+        f"{f' ({host.detail})' if host.detail else ''}; run as root (or enable unprivileged "
+        "user namespaces, install libseccomp-dev), or pass --isolation best-effort "
+        "(Engine(isolation='best-effort')) to judge with fewer layers (every result then lists "
+        "the missing ones)"
+    )
+
+
 def _launcher_config(words: Sequence[str]) -> bytes:
     payload = b"".join(w.encode() + b"\0" for w in words)
     return str(len(payload)).encode() + b"\n" + payload
@@ -474,21 +496,10 @@ class Sandbox:
         for name, _ in files.items():
             if "/" in name or name in ("", ".", ".."):
                 raise ValueError(f"sandbox file name must be a plain name: {name!r}")
+        refusal = host_refusal(self.policy)
+        if refusal:
+            raise IsolationRefused(refusal)
         host = host_isolation()
-        if not host.namespaces and self.policy == "required":
-            raise IsolationRefused(
-                "isolation policy 'required' refused to run: this host cannot create the "
-                f"sandbox's namespaces ({host.detail or 'no reason given'}); run as root or "
-                "enable unprivileged user namespaces, or choose --isolation best-effort "
-                "(Engine(isolation='best-effort')) to run without them (every result then lists "
-                "the missing layers)"
-            )
-        if not host.seccomp and self.policy == "required":
-            raise IsolationRefused(
-                "isolation policy 'required' refused to run: the launcher has no seccomp filter "
-                "(libseccomp headers missing: install libseccomp-dev, e.g. `make toolchains`), "
-                "or choose --isolation best-effort to run without it"
-            )
         is_root = os.geteuid() == 0
         if host.cgroups:
             for purpose in self._purposes:
@@ -951,6 +962,7 @@ __all__ = [
     "check_policy",
     "default_env",
     "host_isolation",
+    "host_refusal",
     "inactive_layers",
     "is_system_path",
     "probe_isolation",

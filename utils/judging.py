@@ -60,6 +60,18 @@ def result_record(result: Any) -> dict[str, Any]:
     }
 
 
+def cache_dir(setting: str | None) -> Path | None:
+    """A benchmark's verdict-cache setting as a directory: "default" is the engine's result cache,
+    None judges everything afresh, anything else is a directory."""
+    if setting is None:
+        return None
+    if setting == "default":
+        from code_eval_taskpack.execution.cache import default_cache_dir
+
+        return default_cache_dir()
+    return Path(setting)
+
+
 def judge_programs(
     programs: Sequence[Program],
     *,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..backends.base import Backend, Session
-from ..isolation import REQUIRED_LAYERS, check_policy
-from ..sandbox import Sandbox, host_isolation
+from ..isolation import REQUIRED_LAYERS
+from ..sandbox import Sandbox, host_refusal
 
 
 class LocalBackend(Backend):
@@ -25,21 +25,7 @@ class LocalBackend(Backend):
         return Sandbox(ro_paths=ro_paths, files=files, purposes=purposes, isolation=policy)
 
     def host_refusal(self, policy: str) -> str:
-        if check_policy(policy) != "required":
-            return ""
-        host = host_isolation()
-        if not host.launcher:
-            return ""  # no launcher at all: every job reports that as its INFRA_ERROR
-        missing = [] if host.namespaces else ["namespaces"]
-        missing += [] if host.seccomp else ["seccomp"]
-        if not missing:
-            return ""
-        return (
-            f"isolation policy 'required' refused: this host lacks {' and '.join(missing)}"
-            f"{f' ({host.detail})' if host.detail else ''}; run as root (or enable unprivileged "
-            "user namespaces, install libseccomp-dev), or pass --isolation best-effort to judge "
-            "with fewer layers (every result then lists the missing ones)"
-        )
+        return host_refusal(policy)
 
     def identity(self) -> str:
         return ""  # the keys of caches made before backends existed

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from code_eval_taskpack.execution.types import TestCase
-from code_eval_taskpack.utils.judging import Program, judge_programs
+from code_eval_taskpack.utils.judging import Program, cache_dir, judge_programs
 from code_eval_taskpack.utils.settings import Frozen, parse_settings
 from lm_eval_tasks.xcodeeval import settings as xs
 
@@ -80,13 +80,7 @@ class ExecSettings(Frozen):
         )
 
     def engine_cache(self) -> Path | None:
-        if self.cache is None:
-            return None
-        if self.cache == "default":
-            from code_eval_taskpack.execution.cache import default_cache_dir
-
-            return default_cache_dir()
-        return Path(self.cache)
+        return cache_dir(self.cache)
 
 
 def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:

@@ -12,10 +12,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from ..judging import CaseBuilder, Program, judge_programs
+from ..judging import CaseBuilder, Program, cache_dir, judge_programs
 from ..metrics import INFRA_ERROR, passk_from_verdicts
 
 OPT_IN_VARIABLE = "HF_ALLOW_CODE_EVAL"
@@ -99,17 +98,6 @@ def _number(ref: Mapping[str, Any], key: str, default: float, row: int) -> float
     return float(value)
 
 
-def _cache_dir(cache: str | None) -> Path | None:
-    """ "default": the engine's result cache; None: judge everything afresh; else a directory."""
-    if cache is None:
-        return None
-    if cache == "default":
-        from code_eval_taskpack.execution.cache import default_cache_dir
-
-        return default_cache_dir()
-    return Path(cache)
-
-
 def compute(
     predictions: Sequence[Sequence[str]],
     references: Sequence[Mapping[str, Any]],
@@ -168,7 +156,7 @@ def compute(
     records = judge_programs(
         programs,
         workers=num_workers,
-        cache=_cache_dir(cache),
+        cache=cache_dir(cache),
         comparator=comparator,
         label="code_exec",
     )
