@@ -23,7 +23,6 @@ from .backends import Backend
 from .cache import ResultCache
 from .engine import Engine
 from .jobfile import read_jobs
-from .languages import resolve
 from .progress import Progress
 from .types import CompileResult, Job, Result, Verdict
 
@@ -69,7 +68,7 @@ def run_batch(
     engine = Engine(workers=workers, cache=cache, isolation=isolation, backend=backend)
     keys: list[str] = []
     for _, job in read_jobs(input_path, comparator):  # pass 1: validate everything first
-        keys.append(engine.key(job, resolve(job.language)))
+        keys.append(engine.key(job, engine.backend.resolve(job.language)))
     uses = Counter(keys)
     stats = BatchStats(total=len(keys), unique=len(uses), duplicates=len(keys) - len(uses))
 

@@ -24,9 +24,8 @@ from .compare import MODES
 from .compile_cache import CompileCache
 from .inputs import DEFAULT_INPUT_LIMITS, InputLimits, validate_job
 from .isolation import check_policy
-from .languages import Runtime, resolve
+from .languages import Runtime
 from .limits import cpu_count
-from .runner import judge_with
 from .types import Job, Result, Verdict
 
 
@@ -81,7 +80,7 @@ class Engine:
     def _effective(self, job: Job) -> tuple[Job, Runtime]:
         if job.comparator not in MODES:
             raise ValueError(f"job {job.id!r}: unknown comparator {job.comparator!r}")
-        runtime = resolve(job.language)  # raises UnknownLanguageError
+        runtime = self.backend.resolve(job.language)  # raises UnknownLanguageError
         validate_job(job, self.input_limits)  # raises InvalidJob (a ValueError)
         if job.comparator == "default" and self.comparator != "default":
             job = dataclasses.replace(job, comparator=self.comparator)
@@ -125,8 +124,12 @@ class Engine:
                         runtime=runtime.info(),
                         detail=f"runtime {runtime.name} unavailable: {runtime.reason}",
                     )
-                return judge_with(
-                    runtime, job, self.compiled, self.isolation, self.input_limits, self.backend
+                return self.backend.judge(
+                    job,
+                    runtime,
+                    compiled=self.compiled,
+                    policy=self.isolation,
+                    input_limits=self.input_limits,
                 )
             except Exception as exc:  # an engine bug must not become the program's fault
                 return Result(

@@ -1,22 +1,32 @@
 """The backend interface: where and how a program's commands run.
 
-A backend opens one `Session` per program (its files copied in, cgroup sets per purpose such as
+Two levels. A *session* backend (the local one) opens one `Session` per program (its files copied in, cgroup sets per purpose such as
 "compile" and "run"), runs commands in it under `Limits` (each returning a `CommandOutcome`),
 reports the session's isolation, and says how a `Runtime` is fingerprinted where it runs. The
 runner only talks to this interface; the isolation policy is checked here, once, for every
 backend (`open_session`), against the layers the backend declares it provides.
+
+A *program* backend judges whole jobs somewhere else (an agent in a container, a judge server,
+a cluster node running the local backend): it overrides `judge` (one job) and `resolve` (the
+runtime as the place that judges sees it), and the engine keeps what stays in the caller's
+process: validation, the result cache, de-duplication and the worker pool.
 """
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
 from ..isolation import LAYERS, check_policy, policy_refusal
-from ..languages import Runtime
+from ..languages import Runtime, resolve
 from ..limits import Limits
 from ..sandbox import CommandOutcome, IsolationRefused
+from ..types import Job, Result
+
+if TYPE_CHECKING:
+    from ..compile_cache import CompileCache
 
 
 class Session(Protocol):
@@ -63,6 +73,30 @@ class Backend(abc.ABC):
         ro_paths: Sequence[str],
     ) -> Session:
         """Build the session (may itself refuse with IsolationRefused / fail with SandboxError)."""
+
+    # -- what program backends override -------------------------------------------------------
+
+    def resolve(self, language: str) -> Runtime:
+        """The runtime judging `language` where this backend judges (raises
+        UnknownLanguageError); its fingerprint goes into cache keys and its `available` decides
+        whether a job is judged or answered INFRA_ERROR."""
+        return resolve(language)
+
+    def judge(
+        self,
+        job: Job,
+        runtime: Runtime,
+        *,
+        compiled: CompileCache | None = None,
+        policy: str = "required",
+        input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+    ) -> Result:
+        """Judge one validated job with an available `runtime`: session backends use the shared
+        runner (compile once, one fresh process per test); an engine failure may raise (the
+        engine turns it into INFRA_ERROR)."""
+        from ..runner import judge_with  # the runner imports this module
+
+        return judge_with(runtime, job, compiled, policy, input_limits, self)
 
     def host_refusal(self, policy: str) -> str:
         """Why this backend cannot judge anything under `policy` at all ("" when it can), from a
