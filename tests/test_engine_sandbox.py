@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from code_eval_taskpack.execution import Engine, Job, Result, TestCase, Verdict
-from code_eval_taskpack.execution import engine as engine_mod
 from code_eval_taskpack.execution.cache import ResultCache
 from code_eval_taskpack.execution.limits import Limits
 from code_eval_taskpack.execution.sandbox import LAYERS, Sandbox, SandboxError, run_command
@@ -174,14 +173,14 @@ def test_result_is_cached_as_soon_as_its_job_finishes(
     cache = ResultCache(tmp_path / "cache")
     engine = Engine(workers=1, cache=cache)
     calls: list[int] = []
-    real = engine_mod.judge_with
+    real = engine.backend.judge
 
-    def judge_then_check(runtime, job, *args):  # type: ignore[no-untyped-def]
+    def judge_then_check(job, runtime, **kwargs):  # type: ignore[no-untyped-def]
         # when the second job starts, the first one's result is already on disk
         calls.append(cache.stats.stores)
-        return real(runtime, job, *args)
+        return real(job, runtime, **kwargs)
 
-    monkeypatch.setattr(engine_mod, "judge_with", judge_then_check)
+    monkeypatch.setattr(engine.backend, "judge", judge_then_check)
     engine.judge_many([_lucky_job(1, "x"), _lucky_job(2, "y")])
     assert calls == [0, 1]
 
@@ -192,8 +191,9 @@ def test_engine_failure_is_infra_error_not_raised(monkeypatch: pytest.MonkeyPatc
     def broken(*args: object, **kwargs: object) -> Result:
         raise OSError("disk on fire")
 
-    monkeypatch.setattr(engine_mod, "judge_with", broken)
-    r = Engine(workers=1).judge(_lucky_job(1, "z"))
+    engine = Engine(workers=1)
+    monkeypatch.setattr(engine.backend, "judge", broken)
+    r = engine.judge(_lucky_job(1, "z"))
     assert r.verdict is Verdict.INFRA_ERROR and "disk on fire" in r.detail and r.id == "z"
 
 
