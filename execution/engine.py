@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -188,11 +188,13 @@ class Engine:
         return [r for r in results if r is not None]
 
 
-def isolation_refusal(policy: str, backend: str | Backend | None = None) -> str:
+def isolation_refusal(
+    policy: str, backend: str | Backend | None = None, options: Mapping[str, str] | None = None
+) -> str:
     """Why `policy` cannot judge anything on `backend` ("" when it can), from its once-per-process
     probe; for front ends (CLI, server) that should refuse before taking any work."""
     check_policy(policy)
-    return get_backend(backend).host_refusal(policy)
+    return get_backend(backend, options).host_refusal(policy)
 
 
 def _safe_info(runtime: Runtime) -> dict[str, object]:

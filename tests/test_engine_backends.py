@@ -71,6 +71,26 @@ def test_registry_names_and_errors() -> None:
         register_backend("a/b", LocalBackend)
 
 
+class _Configured(LocalBackend):
+    name = "configured"
+
+    def __init__(self, where: str = "here") -> None:
+        self.where = where
+
+
+def test_backend_options_build_one_instance_per_option_set() -> None:
+    register_backend("configured", _Configured, replace=True)
+    a = get_backend("configured", {"where": "there"})
+    assert isinstance(a, _Configured) and a.where == "there"
+    assert get_backend("configured", {"where": "there"}) is a
+    plain = get_backend("configured")
+    assert plain is not a and isinstance(plain, _Configured) and plain.where == "here"
+    with pytest.raises(ValueError, match="bad options"):
+        get_backend("configured", {"colour": "red"})
+    with pytest.raises(ValueError, match="not an instance"):
+        get_backend(a, {"where": "x"})
+
+
 def test_recording_backend_judges_real_programs(tmp_path: Path) -> None:
     """The runner asks the backend for every session and command: one session per program,
     its compile and each test's run go through it, and verdicts equal the local backend's."""
