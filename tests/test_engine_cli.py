@@ -349,11 +349,12 @@ def test_engine_failures_are_reported_and_not_cached(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import code_eval_taskpack.execution.engine as engine_mod
+    from code_eval_taskpack.execution.backends import get_backend
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("sandbox exploded")
 
-    monkeypatch.setattr(engine_mod, "judge_with", broken)
+    monkeypatch.setattr(get_backend("local"), "judge", broken)
     monkeypatch.setattr(engine_mod.Runtime, "available", property(lambda self: True))
     src = write_jsonl(tmp_path / "in.jsonl", [GOOD])
     out = tmp_path / "out.jsonl"

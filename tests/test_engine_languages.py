@@ -162,7 +162,7 @@ def test_versions_are_real_and_recorded() -> None:
 def test_missing_toolchain_is_unavailable_and_infra_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from code_eval_taskpack.execution import engine as engine_mod
+    from code_eval_taskpack.execution.backends import get_backend
     from code_eval_taskpack.execution.languages import load_registry
 
     reg = tmp_path / "reg.toml"
@@ -174,7 +174,7 @@ def test_missing_toolchain_is_unavailable_and_infra_error(
     ghost = load_registry(reg).resolve("ghost")
     assert not ghost.available
     assert "no-such-compiler-4e1f" in ghost.reason
-    monkeypatch.setattr(engine_mod, "resolve", lambda name: ghost)
+    monkeypatch.setattr(get_backend("local"), "resolve", lambda name: ghost)
     result = Engine(workers=1).judge(Job(language="Ghost", source_code="x", tests=()))
     assert result.verdict is Verdict.INFRA_ERROR
     assert "unavailable" in result.detail
