@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,81 @@ from .isolation import ISOLATION_POLICIES
 from .types import Job, Verdict
 
 EXIT_OK, EXIT_INFRA, EXIT_USAGE = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class BackendOption:
+    """One option a backend takes: `--flag VALUE` on the command line, `key` in
+    `get_backend(name, {key: value})`, `backends` the backends that read it."""
+
+    flag: str
+    key: str
+    backends: tuple[str, ...]
+    metavar: str
+    help: str
+
+
+#: every backend option, once: the engine CLI and `code-eval` front ends add them from here
+BACKEND_OPTIONS: tuple[BackendOption, ...] = (
+    BackendOption(
+        "--servers",
+        "servers",
+        ("remote",),
+        "URL[,URL...]",
+        "judge servers of --backend remote (`code-exec serve`), e.g. http://node1:5000",
+    ),
+    BackendOption(
+        "--token-file",
+        "token_file",
+        ("remote",),
+        "FILE",
+        "bearer token sent to the judge servers (serve: the token clients must send)",
+    ),
+    BackendOption(
+        "--ray-address",
+        "address",
+        ("ray",),
+        "auto|HOST:PORT",
+        "Ray cluster of --backend ray (default: a local one started for the run)",
+    ),
+)
+
+
+def add_backend_options(parser: argparse.ArgumentParser, skip: Sequence[str] = ()) -> None:
+    """`--backend` and every option of `BACKEND_OPTIONS` (except the flags in `skip`)."""
+    group = parser.add_argument_group("where programs run")
+    group.add_argument(
+        "--backend",
+        default=None,
+        help="local (default), remote (judge servers, --servers) or ray (a Ray cluster, "
+        "--ray-address); any registered backend name",
+    )
+    for opt in BACKEND_OPTIONS:
+        if opt.flag not in skip:
+            group.add_argument(
+                opt.flag,
+                dest=f"backend_{opt.key}",
+                default=None,
+                metavar=opt.metavar,
+                help=f"{opt.help} [{', '.join(opt.backends)}]",
+            )
+
+
+def backend_options(args: argparse.Namespace) -> dict[str, str]:
+    """The options given for the chosen backend; one meant for another backend is a DataError
+    (never silently dropped)."""
+    name = getattr(args, "backend", None) or "local"
+    out: dict[str, str] = {}
+    for opt in BACKEND_OPTIONS:
+        value = getattr(args, f"backend_{opt.key}", None)
+        if value is None:
+            continue
+        if name not in opt.backends:
+            raise DataError(
+                opt.flag, f"applies to --backend {' or '.join(opt.backends)}, not {name!r}"
+            )
+        out[opt.key] = str(value)
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,12 +203,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=64,
         help="requests waiting for a worker before the server answers 503 (default 64)",
     )
-    _add_isolation(serve)
+    serve.add_argument(
+        "--token-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="clients must send this bearer token (required to listen beyond 127.0.0.1)",
+    )
+    _add_isolation(serve, skip=("--token-file",))
     serve.set_defaults(func=cmd_serve)
     return parser
 
 
-def _add_isolation(parser: argparse.ArgumentParser) -> None:
+def _add_isolation(parser: argparse.ArgumentParser, skip: Sequence[str] = ()) -> None:
     parser.add_argument(
         "--isolation",
         choices=ISOLATION_POLICIES,
@@ -140,11 +223,7 @@ def _add_isolation(parser: argparse.ArgumentParser) -> None:
         help="required (default): refuse unless every sandbox layer is available; best-effort: "
         "run with what the host offers, each result lists the missing layers",
     )
-    parser.add_argument(
-        "--backend",
-        default=None,
-        help="where programs run: a registered backend name (default: local)",
-    )
+    add_backend_options(parser, skip=skip)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -153,8 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .engine import isolation_refusal
 
         try:
-            refusal = isolation_refusal(args.isolation, args.backend)
-        except ValueError as exc:  # an unknown backend name
+            args.backend_opts = backend_options(args)
+            refusal = isolation_refusal(args.isolation, args.backend, args.backend_opts)
+        except (ValueError, DataError) as exc:  # an unknown backend name, a bad option
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         if refusal:
@@ -175,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .backends import get_backend
     from .batch import output_record
     from .engine import Engine
     from .jobfile import read_tests_file
@@ -199,7 +280,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         comparator=args.comparator,
         id=str(args.source),
     )
-    result = Engine(workers=1, isolation=args.isolation, backend=args.backend).judge(job)
+    backend = get_backend(args.backend, args.backend_opts)
+    result = Engine(workers=1, isolation=args.isolation, backend=backend).judge(job)
     print(json.dumps(output_record(result)))
     if result.verdict is Verdict.INFRA_ERROR:
         print(f"error: engine failure: {result.detail}", file=sys.stderr)
@@ -211,6 +293,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
+    from .backends import get_backend
     from .batch import run_batch
     from .cache import ResultCache, default_cache_dir
 
@@ -223,7 +306,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         comparator=args.comparator,
         show_progress=not args.no_progress,
         isolation=args.isolation,
-        backend=args.backend,
+        backend=get_backend(args.backend, args.backend_opts),
     )
     # One parseable line: how many programs were run, served from the cache, or deduplicated.
     print(f"stats: {json.dumps(stats.to_dict())}", file=sys.stderr)
@@ -308,8 +391,18 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from .auth import TokenError, bind_refusal, read_token
     from .server import serve
 
+    try:
+        token = read_token(args.token_file) if args.token_file else None
+    except TokenError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    refusal = bind_refusal(args.host, token)
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return EXIT_USAGE
     serve(
         args.host,
         args.port,
@@ -319,6 +412,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         queue_size=args.queue_size,
         isolation=args.isolation,
         backend=args.backend,
+        token=token,
+        backend_options=args.backend_opts,
     )
     return EXIT_OK
 

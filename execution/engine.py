@@ -52,7 +52,9 @@ class Engine:
             raise ValueError(f"unknown comparator {comparator!r}; use one of {MODES}")
         self.isolation = check_policy(isolation)
         self.backend = get_backend(backend)  # unknown names raise ValueError
-        self.workers = max(1, int(workers)) if workers else cpu_count()
+        self.workers = (
+            max(1, int(workers)) if workers else (self.backend.parallelism() or cpu_count())
+        )
         if cache is None or isinstance(cache, ResultCache):
             self.cache = cache
         else:

@@ -38,7 +38,11 @@ from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
+from .auth import bearer_matches, bind_refusal
+from .backends import get_backend
+from .backends.remote_protocol import PROTOCOL_VERSION, ProtocolError, job_from_wire
 from .compare import MODES as COMPARATORS
 from .engine import Engine
 from .errors import DataError
@@ -56,6 +60,7 @@ from .inputs import InvalidJob, validate_job
 from .jobfile import job_from_record, positive_number
 from .languages import Runtime, UnknownLanguageError, accepted_names, resolve
 from .types import Job, Result, TestResult, Verdict
+from .version import ENGINE_VERSION
 
 MAX_BODY_BYTES = 256 * 1024 * 1024
 MIB = 1024 * 1024
@@ -352,7 +357,11 @@ class ExecServer(ThreadingHTTPServer):
         queue_size: int = DEFAULT_QUEUE_SIZE,
         header_timeout: float = HEADER_TIMEOUT_S,
         body_timeout: float = BODY_TIMEOUT_S,
+        token: str | None = None,
     ) -> None:
+        refusal = bind_refusal(address[0], token)
+        if refusal:
+            raise ValueError(refusal)
         if mode not in SERVER_MODES:
             raise ValueError(f"unknown mode {mode!r}; use one of {SERVER_MODES}")
         if comparator not in COMPARATORS:
@@ -367,6 +376,7 @@ class ExecServer(ThreadingHTTPServer):
         self.capacity = engine.workers + queue_size
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
+        self.token = token
         self._admitted = 0
         self._admit_lock = threading.Lock()
 
@@ -467,7 +477,17 @@ class Handler(BaseHTTPRequestHandler):
         self._guarded(self._post)
 
     def _guarded(self, handler: Callable[[], None]) -> None:
-        """An unexpected error answers 500 with its message instead of dropping the client."""
+        """An unexpected error answers 500 with its message instead of dropping the client; a
+        server with a token answers 401 to any request without it (before reading a body)."""
+        token = self.server.token
+        if token is not None and not bearer_matches(self.headers.get("Authorization"), token):
+            self._send(
+                HTTPStatus.UNAUTHORIZED,
+                {"error": "a bearer token is required"},
+                close=True,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            return
         try:
             handler()
         except (BrokenPipeError, ConnectionResetError):
@@ -478,8 +498,12 @@ class Handler(BaseHTTPRequestHandler):
             )
 
     def _get(self) -> None:
-        if self.path.rstrip("/") == "/api/all_runtimes":
+        path, _, query = self.path.partition("?")
+        if path.rstrip("/") == "/api/all_runtimes":
             self._send(HTTPStatus.OK, all_runtimes(self.server.mode))
+        elif path.rstrip("/") == "/api/info":
+            status, payload = server_info(self.server, query)
+            self._send(status, payload)
         else:
             self._send(HTTPStatus.NOT_FOUND, {"error": f"no such endpoint: GET {self.path}"})
 
@@ -510,7 +534,11 @@ class Handler(BaseHTTPRequestHandler):
         raw = self._read_body()
         if raw is None:
             return
-        if self.path.rstrip("/") != "/api/execute_code":
+        path = self.path.rstrip("/")
+        if path == "/api/judge":
+            self._judge(raw)
+            return
+        if path != "/api/execute_code":
             self._send(HTTPStatus.NOT_FOUND, {"error": f"no such endpoint: POST {self.path}"})
             return
         try:
@@ -534,13 +562,7 @@ class Handler(BaseHTTPRequestHandler):
         except InvalidJob as exc:
             self._send(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
             return
-        if not self.server.admit():
-            retry = self.server.retry_after()
-            self._send(
-                HTTPStatus.SERVICE_UNAVAILABLE,
-                {"error": f"server busy: {self.server.capacity} requests queued or running"},
-                headers={"Retry-After": str(retry)},
-            )
+        if not self._admit():
             return
         try:
             # the engine runs one program per worker at a time; admitted requests wait here
@@ -553,6 +575,44 @@ class Handler(BaseHTTPRequestHandler):
             )
             return
         self._send(HTTPStatus.OK, response_from_result(prepared, result))
+
+    def _admit(self) -> bool:
+        """A place for one request, else 503 with `Retry-After` (and False)."""
+        if self.server.admit():
+            return True
+        retry = self.server.retry_after()
+        self._send(
+            HTTPStatus.SERVICE_UNAVAILABLE,
+            {"error": f"server busy: {self.server.capacity} requests queued or running"},
+            headers={"Retry-After": str(retry)},
+        )
+        return False
+
+    def _judge(self, raw: bytes) -> None:
+        """`POST /api/judge`: one whole Job in, its whole Result out (INFRA_ERROR included:
+        the client decides what an engine failure means)."""
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict) or set(body) != {"job"}:
+                raise ProtocolError('the body must be {"job": {...}}')
+            job = job_from_wire(body["job"])
+            validate_job(job, self.server.engine.input_limits)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            self._send(HTTPStatus.BAD_REQUEST, {"error": f"invalid JSON: {exc!r}"[:500]})
+            return
+        except ValueError as exc:  # ProtocolError, InvalidJob, a huge integer
+            self._send(HTTPStatus.BAD_REQUEST, {"error": str(exc)[:2000]})
+            return
+        if not self._admit():
+            return
+        try:
+            result = self.server.engine.judge(job)
+        finally:
+            self.server.release()
+        self._send(
+            HTTPStatus.OK,
+            {"result": result.to_dict(), "server": {"engine_version": ENGINE_VERSION}},
+        )
 
     def _send(
         self,
@@ -578,6 +638,37 @@ class Handler(BaseHTTPRequestHandler):
         reports through its results instead."""
 
 
+def server_info(server: ExecServer, query: str) -> tuple[HTTPStatus, dict[str, Any]]:
+    """`GET /api/info[?language=NAME]`: what judges here (engine version, workers, backend,
+    isolation policy) and, with a language, the runtime that judges it here."""
+    engine = server.engine
+    info: dict[str, Any] = {
+        "protocol": PROTOCOL_VERSION,
+        "engine_version": ENGINE_VERSION,
+        "workers": engine.workers,
+        "capacity": server.capacity,
+        "mode": server.mode,
+        "isolation_policy": engine.isolation,
+        "backend": engine.backend.describe(),
+    }
+    params = parse_qs(query, max_num_fields=4)
+    names = params.get("language")
+    if names:
+        try:
+            rt = engine.backend.resolve(names[0])
+        except UnknownLanguageError as exc:
+            return HTTPStatus.BAD_REQUEST, {"error": f"field 'language': {exc}"}
+        info["runtime"] = {
+            **{k: v for k, v in rt.info().items() if k in ("name", "cluster", "version")},
+            "binary": rt.binary,
+            "available": rt.available,
+            "reason": rt.reason,
+            "fingerprint": engine.backend.runtime_fingerprint(rt),
+            "time_factor": rt.time_factor,
+        }
+    return HTTPStatus.OK, info
+
+
 def make_server(
     host: str = "127.0.0.1",
     port: int = 5000,
@@ -589,15 +680,25 @@ def make_server(
     body_timeout: float = BODY_TIMEOUT_S,
     isolation: str = "required",
     backend: str | None = None,
+    token: str | None = None,
+    backend_options: dict[str, str] | None = None,
 ) -> ExecServer:
+    refusal = bind_refusal(host, token)  # before anything is built
+    if refusal:
+        raise ValueError(refusal)
     return ExecServer(
         (host, port),
-        Engine(workers=workers, isolation=isolation, backend=backend),
+        Engine(
+            workers=workers,
+            isolation=isolation,
+            backend=get_backend(backend, backend_options),
+        ),
         comparator=comparator,
         mode=mode,
         queue_size=queue_size,
         header_timeout=header_timeout,
         body_timeout=body_timeout,
+        token=token,
     )
 
 
@@ -610,9 +711,20 @@ def serve(
     queue_size: int = DEFAULT_QUEUE_SIZE,
     isolation: str = "required",
     backend: str | None = None,
+    token: str | None = None,
+    backend_options: dict[str, str] | None = None,
 ) -> None:
     server = make_server(
-        host, port, workers, comparator, mode, queue_size, isolation=isolation, backend=backend
+        host,
+        port,
+        workers,
+        comparator,
+        mode,
+        queue_size,
+        isolation=isolation,
+        backend=backend,
+        token=token,
+        backend_options=backend_options,
     )
     bound_host, bound_port = server.server_address[:2]
     print(

@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping
 
 from ..backends.base import Backend, Session
 from ..backends.local import LocalBackend
+from ..backends.remote import RemoteBackend
 
-_registry: dict[str, Callable[..., Backend]] = {"local": LocalBackend}
+_registry: dict[str, Callable[..., Backend]] = {"local": LocalBackend, "remote": RemoteBackend}
 _instances: dict[tuple[str, tuple[tuple[str, str], ...]], Backend] = {}
 _lock = threading.Lock()
 #: the backend of an `Engine(backend=None)`; `set_default_backend` changes it for the process
@@ -82,6 +83,7 @@ def default_backend_name() -> str:
 __all__ = [
     "Backend",
     "LocalBackend",
+    "RemoteBackend",
     "Session",
     "backend_names",
     "default_backend_name",

@@ -104,6 +104,11 @@ class Backend(abc.ABC):
         check_policy(policy)
         return ""
 
+    def parallelism(self) -> int | None:
+        """Programs this backend judges at once when the engine is not told (None: one per
+        local CPU); a backend judging elsewhere says how many its servers or nodes take."""
+        return None
+
     def identity(self) -> str:
         """What distinguishes results judged here in cache keys; "" keeps the key of the local
         backend (so caches made before backends existed stay valid)."""

@@ -1,0 +1,573 @@
+"""The remote backend: whole jobs judged by one or more judge servers (`code-exec serve`).
+
+`--backend remote --servers URL[,URL...]`. Each job goes to the live server with the fewest
+requests in flight (round robin among equals), under a timeout derived from its limits. A
+connection error, a timeout or a malformed reply takes that server out of rotation for
+`DEAD_FOR_S` seconds and the job is retried on another one (bounded attempts); a 503 is retried
+after its `Retry-After`. Whatever happens, each job gets exactly one result, and that result
+says which server judged it (`isolation["judged_by"]`). A reply is hostile input: anything but a
+well-formed result consistent with the job is an INFRA_ERROR naming the server, never a verdict.
+
+Cache keys and availability use the runtime as the servers report it (`/api/info`), so a server
+with another compiler version never shares cache entries with this host's. A server that is not
+ours but speaks ExecEval's API (no `/api/info`) is used best-effort: its verdicts and its
+isolation are its own, results say so (`isolation["execeval_server"]`), and it is refused under
+`--isolation required`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import http.client
+import json
+import math
+import socket
+import threading
+import time
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..auth import read_token
+from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
+from ..isolation import check_policy
+from ..languages import Runtime, resolve
+from ..limits import MB
+from ..sandbox import SandboxError
+from ..types import Job, Result, TestResult, Verdict
+from .base import Backend, Session
+from .remote_protocol import (
+    MAX_REPLY_BYTES,
+    ProtocolError,
+    info_runtime_from_wire,
+    job_to_wire,
+    result_from_wire,
+)
+
+#: seconds a failing server stays out of rotation
+DEAD_FOR_S = 30.0
+CONNECT_TIMEOUT_S = 10.0
+#: a request's read timeout beyond what the job's own limits allow (compilation, queueing)
+SLACK_S = 300.0
+#: longest wait a 503's Retry-After may ask for, and the most 503s one job accepts
+MAX_RETRY_AFTER_S = 30.0
+MAX_BUSY_REPLIES = 200
+#: seconds a failed runtime lookup is remembered (no request storm while servers are down)
+NEGATIVE_TTL_S = 5.0
+EXECEVAL_OUTCOMES = {
+    v.value
+    for v in (
+        Verdict.PASSED,
+        Verdict.WRONG_ANSWER,
+        Verdict.TIME_LIMIT_EXCEEDED,
+        Verdict.MEMORY_LIMIT_EXCEEDED,
+        Verdict.RUNTIME_ERROR,
+        Verdict.COMPILATION_ERROR,
+    )
+}
+
+
+class ServerError(Exception):
+    """One failed exchange with one server; `dead` takes the server out of rotation."""
+
+    def __init__(self, message: str, dead: bool = True, retry_after: float | None = None):
+        super().__init__(message)
+        self.dead = dead
+        self.retry_after = retry_after
+
+
+@dataclasses.dataclass
+class Server:
+    url: str
+    scheme: str
+    host: str
+    port: int
+    prefix: str
+    in_flight: int = 0
+    dead_until: float = 0.0
+    judged: int = 0
+    failures: int = 0
+    last_error: str = ""
+    info: dict[str, Any] | None = None
+    kind: str = ""  # "ours" or "execeval", found by the first /api/info
+
+
+def parse_server(url: str) -> Server:
+    """`http://host:port[/prefix]` (or https) -> Server; a ValueError naming the URL otherwise."""
+    text = url.strip()
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"judge server {url!r}: expected http://HOST:PORT or https://HOST:PORT")
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise ValueError(f"judge server {url!r}: no query, fragment or credentials in the URL")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise ValueError(f"judge server {url!r}: bad port") from None
+    return Server(
+        url=text.rstrip("/"),
+        scheme=parts.scheme,
+        host=parts.hostname,
+        port=port,
+        prefix=parts.path.rstrip("/"),
+    )
+
+
+class RemoteBackend(Backend):
+    """Judges whole jobs on judge servers; the engine keeps validation, cache and dedup."""
+
+    name = "remote"
+    required_layers = ()  # each server enforces its own policy; see host_refusal
+
+    def __init__(
+        self,
+        servers: str = "",
+        token_file: str = "",
+        timeout: str = "",
+        retries: str = "3",
+        api: str = "auto",
+    ) -> None:
+        urls = [u for u in servers.split(",") if u.strip()]
+        if not urls:
+            raise ValueError("the remote backend needs --servers URL[,URL...]")
+        self.servers = [parse_server(u) for u in urls]
+        if len({s.url for s in self.servers}) != len(self.servers):
+            raise ValueError("the same judge server is listed twice")
+        self.token = read_token(token_file) if token_file else None
+        self.timeout = float(timeout) if timeout else None
+        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise ValueError(f"timeout must be a positive number of seconds: {timeout!r}")
+        self.retries = int(retries)
+        if not 0 <= self.retries <= 20:
+            raise ValueError("retries must be between 0 and 20")
+        if api not in ("auto", "judge", "execeval"):
+            raise ValueError("api must be auto, judge or execeval")
+        self.api = api
+        self._lock = threading.Lock()
+        self._turn = 0
+        self._runtimes: dict[str, tuple[float, Runtime]] = {}
+
+    # -- the backend interface ---------------------------------------------------------------
+
+    def _open(
+        self,
+        files: Mapping[str, bytes],
+        purposes: Sequence[str],
+        policy: str,
+        ro_paths: Sequence[str],
+    ) -> Session:
+        raise SandboxError("the remote backend judges whole programs on its servers")
+
+    def host_refusal(self, policy: str) -> str:
+        """Refused when no server answers, or (fail closed) when `policy` is "required" and a
+        server judges under a weaker policy or is not one of ours."""
+        check_policy(policy)
+        errors = []
+        reachable = 0
+        for server in self.servers:
+            try:
+                info = self._info(server)
+            except ServerError as exc:
+                errors.append(f"{server.url}: {exc}")
+                continue
+            reachable += 1
+            if policy == "required" and (
+                server.kind != "ours" or info.get("isolation_policy") != "required"
+            ):
+                what = (
+                    "is an ExecEval server (its isolation is its own)"
+                    if server.kind != "ours"
+                    else f"judges with --isolation {info.get('isolation_policy')}"
+                )
+                return (
+                    f"judge server {server.url} {what}; use --isolation best-effort to accept "
+                    "its isolation as it is"
+                )
+        if not reachable:
+            return "no judge server reachable: " + "; ".join(errors)
+        return ""
+
+    def parallelism(self) -> int | None:
+        """Programs judged at once: the sum of the servers' workers (as they report them)."""
+        total = 0
+        for server in self.servers:
+            try:
+                info = self._info(server)
+            except ServerError:
+                continue
+            workers = info.get("workers")
+            total += workers if isinstance(workers, int) and 0 < workers <= 4096 else 1
+        return total or None
+
+    def describe(self) -> dict[str, Any]:
+        with self._lock:
+            servers = [
+                {
+                    "url": s.url,
+                    "kind": s.kind or "unknown",
+                    "judged": s.judged,
+                    "failures": s.failures,
+                    "out_of_rotation": s.dead_until > time.monotonic(),
+                    "last_error": s.last_error,
+                    "backend": (s.info or {}).get("backend"),
+                }
+                for s in self.servers
+            ]
+            mixed = sorted(
+                name for name, (_, rt) in self._runtimes.items() if "||" in rt.fingerprint()
+            )
+        return {
+            "name": self.name,
+            "required_layers": [],
+            "servers": servers,
+            "mixed_runtimes": mixed,
+        }
+
+    def resolve(self, language: str) -> Runtime:
+        """The registry's runtime (unknown names raise here) as the servers run it: their
+        binary, version and fingerprint (joined when servers differ, so a cache entry never
+        outlives a change on any server); unavailable when no server answers."""
+        base = resolve(language)
+        now = time.monotonic()
+        with self._lock:
+            hit = self._runtimes.get(base.name)
+            if hit is not None and (hit[0] == math.inf or hit[0] > now):
+                return hit[1]
+        seen: dict[str, dict[str, Any]] = {}
+        errors = []
+        for server in self.servers:
+            try:
+                seen[server.url] = self._runtime_info(server, language)
+            except ServerError as exc:
+                errors.append(f"{server.url}: {exc}")
+        if not seen:
+            rt = _remote_runtime(base, None, "", "no judge server answered: " + "; ".join(errors))
+            with self._lock:
+                self._runtimes[base.name] = (now + NEGATIVE_TTL_S, rt)
+            return rt
+        fps = sorted({i["fingerprint"] for i in seen.values()})
+        versions = sorted({i["version"] for i in seen.values()})
+        first = next(iter(seen.values()))
+        usable = [i for i in seen.values() if i["available"]]
+        reason = "" if usable else f"unavailable on every server: {first['reason']}"
+        rt = _remote_runtime(
+            base,
+            (usable or [first])[0].get("binary"),
+            " / ".join(versions),
+            reason,
+            fingerprint="remote:" + "||".join(fps),
+        )
+        with self._lock:
+            # complete answers are kept for the process; partial ones are asked again later
+            ttl = math.inf if len(seen) == len(self.servers) else now + DEAD_FOR_S
+            self._runtimes[base.name] = (ttl, rt)
+        return rt
+
+    def runtime_fingerprint(self, runtime: Runtime) -> str:
+        return runtime.fingerprint()  # already the servers' (see resolve)
+
+    def judge(
+        self,
+        job: Job,
+        runtime: Runtime,
+        *,
+        compiled: Any = None,
+        policy: str = "required",
+        input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+    ) -> Result:
+        timeout = self.timeout or _job_timeout(job, runtime)
+        tried: list[str] = []
+        errors: list[str] = []
+        busy = 0
+        attempts = 0
+        while attempts <= self.retries:
+            server = self._pick(tried)
+            if server is None:  # every server out of rotation: wait for the first to return
+                attempts += 1
+                errors.append("no server in rotation")
+                time.sleep(min(1.0 + attempts, self._next_revival()))
+                continue
+            tried.append(server.url)
+            try:
+                result = self._judge_on(server, job, timeout, policy)
+            except ServerError as exc:
+                self._failed(server, str(exc), exc.dead)
+                if exc.retry_after is not None and busy < MAX_BUSY_REPLIES:
+                    busy += 1
+                    tried.pop()  # a busy server is not a failed one
+                    time.sleep(exc.retry_after)
+                    continue
+                attempts += 1
+                errors.append(f"{server.url}: {exc}")
+                continue
+            finally:
+                with self._lock:
+                    server.in_flight -= 1
+            with self._lock:
+                server.judged += 1
+            return result
+        return Result(
+            verdict=Verdict.INFRA_ERROR,
+            runtime=runtime.info(),
+            isolation={"backend": self.name, "judged_by": None},
+            detail="no judge server judged the job: " + "; ".join(errors[-8:]),
+        )
+
+    # -- choosing servers --------------------------------------------------------------------
+
+    def _pick(self, tried: Sequence[str]) -> Server | None:
+        """The live server with the fewest requests in flight (preferring ones this job has not
+        tried yet), round robin among equals; it is counted in flight from here."""
+        with self._lock:
+            now = time.monotonic()
+            live = [s for s in self.servers if s.dead_until <= now]
+            if not live:
+                return None
+            fresh = [s for s in live if s.url not in tried] or live
+            n = len(self.servers)
+            order = {s.url: i for i, s in enumerate(self.servers)}
+            best = min(fresh, key=lambda s: (s.in_flight, (order[s.url] - self._turn) % n))
+            self._turn += 1
+            best.in_flight += 1
+            return best
+
+    def _next_revival(self) -> float:
+        with self._lock:
+            now = time.monotonic()
+            return max(0.05, min(s.dead_until for s in self.servers) - now)
+
+    def _failed(self, server: Server, message: str, dead: bool) -> None:
+        with self._lock:
+            server.failures += 1
+            server.last_error = message[:500]
+            if dead:
+                server.dead_until = time.monotonic() + DEAD_FOR_S
+
+    # -- talking to one server ---------------------------------------------------------------
+
+    def _request(
+        self,
+        server: Server,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        timeout: float = CONNECT_TIMEOUT_S,
+    ) -> tuple[int, Any]:
+        """One exchange: (status, parsed JSON reply); ServerError for a connection failure,
+        a timeout, a 503 (with its Retry-After) or a reply that is not bounded JSON."""
+        conn_cls = (
+            http.client.HTTPSConnection if server.scheme == "https" else http.client.HTTPConnection
+        )
+        conn = conn_cls(server.host, server.port, timeout=CONNECT_TIMEOUT_S)
+        headers = {"Accept": "application/json", "Connection": "close"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        if self.token is not None:
+            headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            conn.connect()
+            if conn.sock is not None:
+                conn.sock.settimeout(timeout)
+            conn.request(method, server.prefix + path, body=body, headers=headers)
+            resp = conn.getresponse()
+            length = resp.getheader("Content-Length")
+            if length is not None and (not length.isdigit() or int(length) > MAX_REPLY_BYTES):
+                raise ServerError(f"reply of {length[:20]} bytes (over {MAX_REPLY_BYTES})")
+            raw = resp.read(MAX_REPLY_BYTES + 1)
+            status = resp.status
+            retry_after = resp.getheader("Retry-After")
+        except (OSError, http.client.HTTPException) as exc:
+            kind = "timed out" if isinstance(exc, socket.timeout | TimeoutError) else "failed"
+            raise ServerError(f"request {kind}: {exc!r}"[:300]) from None
+        finally:
+            conn.close()
+        if len(raw) > MAX_REPLY_BYTES:
+            raise ServerError(f"reply over {MAX_REPLY_BYTES} bytes")
+        if status == 503:
+            raise ServerError("busy (503)", dead=False, retry_after=_retry_after(retry_after))
+        if status == 401:
+            raise ServerError("token refused (401): check --token-file", dead=True)
+        try:
+            payload = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise ServerError(f"reply with status {status} is not JSON") from None
+        return status, payload
+
+    def _info(self, server: Server) -> dict[str, Any]:
+        """The server's `/api/info` (asked once), which also tells ours from ExecEval's."""
+        if server.info is not None:
+            return server.info
+        if self.api == "execeval":
+            status, payload = 404, None
+        else:
+            status, payload = self._request(server, "GET", "/api/info")
+        if status == 200 and isinstance(payload, dict) and payload.get("protocol") == 1:
+            kind = "ours"
+        elif status == 404 and self.api != "judge":
+            s2, runtimes = self._request(server, "GET", "/api/all_runtimes")
+            if s2 != 200 or not isinstance(runtimes, list):
+                raise ServerError(f"neither /api/info nor /api/all_runtimes answer ({s2})")
+            payload = {"isolation_policy": "its own", "workers": 1, "runtimes": runtimes}
+            kind = "execeval"
+        else:
+            raise ServerError(f"/api/info answered {status}: {str(payload)[:200]}")
+        with self._lock:
+            server.info, server.kind = payload, kind
+        return payload
+
+    def _runtime_info(self, server: Server, language: str) -> dict[str, Any]:
+        info = self._info(server)
+        if server.kind == "execeval":
+            return _execeval_runtime_info(info.get("runtimes", []), language, server.url)
+        query = urllib.parse.urlencode({"language": language})
+        status, payload = self._request(server, "GET", f"/api/info?{query}")
+        if status != 200 or not isinstance(payload, dict):
+            raise ServerError(f"runtime lookup answered {status}: {str(payload)[:200]}", dead=False)
+        try:
+            return info_runtime_from_wire(payload.get("runtime"), language)
+        except ProtocolError as exc:
+            raise ServerError(f"malformed runtime info: {exc}") from None
+
+    def _judge_on(self, server: Server, job: Job, timeout: float, policy: str) -> Result:
+        self._info(server)
+        if server.kind == "execeval":
+            return self._judge_execeval(server, job, timeout)
+        body = json.dumps({"job": job_to_wire(job)}).encode("utf-8", "surrogatepass")
+        status, payload = self._request(server, "POST", "/api/judge", body, timeout)
+        if status != 200:
+            error = payload.get("error") if isinstance(payload, dict) else payload
+            raise ServerError(f"answered {status}: {str(error)[:300]}", dead=status >= 500)
+        try:
+            if not isinstance(payload, dict) or "result" not in payload:
+                raise ProtocolError("no 'result' in the reply")
+            result = result_from_wire(payload["result"], job)
+        except ProtocolError as exc:
+            raise ServerError(f"malformed reply: {exc}") from None
+        result.isolation = {
+            **result.isolation,
+            "backend": self.name,
+            "judged_by": server.url,
+            "server_backend": result.isolation.get("backend"),
+        }
+        if result.verdict is Verdict.INFRA_ERROR:
+            result.detail = f"judge server {server.url}: {result.detail}"
+        return result
+
+    def _judge_execeval(self, server: Server, job: Job, timeout: float) -> Result:
+        """ExecEval's `/api/execute_code`, its outcomes taken as they are (best-effort)."""
+        request = {
+            "language": job.language,
+            "source_code": job.source_code,
+            "unittests": [t.to_dict() for t in job.tests],
+            "limits": {"cpu": max(1, math.ceil(job.time_limit_s)), "_as": job.memory_limit_mb * MB},
+            "stop_on_first_fail": job.stop_on_first_fail,
+            "block_network": True,
+        }
+        body = json.dumps(request).encode("utf-8", "surrogatepass")
+        status, payload = self._request(server, "POST", "/api/execute_code", body, timeout)
+        if status != 200:
+            error = payload.get("error") if isinstance(payload, dict) else payload
+            raise ServerError(f"answered {status}: {str(error)[:300]}", dead=status >= 500)
+        try:
+            result = _result_from_execeval(payload, job)
+        except ProtocolError as exc:
+            raise ServerError(f"malformed ExecEval reply: {exc}") from None
+        result.isolation = {
+            "backend": self.name,
+            "judged_by": server.url,
+            "execeval_server": True,
+            "note": "verdicts and isolation are the ExecEval server's own, not this engine's",
+        }
+        return result
+
+
+def _remote_runtime(
+    base: Runtime, binary: str | None, version: str, reason: str, fingerprint: str = ""
+) -> Runtime:
+    """A copy of the registry's runtime carrying what the servers report."""
+    rt = dataclasses.replace(
+        base,
+        _lock=threading.Lock(),
+        _binary=(binary or None, reason) if reason else (binary or "remote", ""),
+        _version=version or "unknown",
+        _fingerprint=fingerprint or f"remote-unavailable|{base.name}",
+    )
+    return rt
+
+
+def _job_timeout(job: Job, runtime: Runtime) -> float:
+    """How long one job may take on a server: compilation, every test at its wall limit, and
+    slack for the server's queue."""
+    cpu = job.time_limit_s * runtime.time_factor
+    wall = 3 * cpu + 1
+    if job.overrides is not None:
+        wall = job.overrides.wall_s or 3 * (job.overrides.cpu_s or cpu) + 1
+    return min(6 * 3600.0, SLACK_S + 120.0 + len(job.tests) * (wall + 1.0))
+
+
+def _retry_after(value: str | None) -> float:
+    try:
+        seconds = float(value) if value is not None else 1.0
+    except ValueError:
+        seconds = 1.0
+    if not math.isfinite(seconds):
+        seconds = 1.0
+    return min(MAX_RETRY_AFTER_S, max(0.05, seconds))
+
+
+def _execeval_runtime_info(runtimes: Any, language: str, url: str) -> dict[str, Any]:
+    """An ExecEval server's entry for `language` (its own spelling), as a runtime info."""
+    for entry in runtimes if isinstance(runtimes, list) else []:
+        if isinstance(entry, dict) and entry.get("runtime_name") == language:
+            digest = hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()[:16]
+            return {
+                "name": language,
+                "cluster": "",
+                "version": f"execeval:{digest}",
+                "binary": str(entry.get("execute_cmd", ""))[:200] or None,
+                "available": True,
+                "reason": "",
+                "fingerprint": f"execeval|{url}|{digest}",
+                "time_factor": 1.0,
+            }
+    raise ServerError(f"the ExecEval server does not list {language!r}", dead=False)
+
+
+def _result_from_execeval(payload: Any, job: Job) -> Result:
+    if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
+        raise ProtocolError("no 'data' list")
+    data = payload["data"]
+    if len(data) > max(1, len(job.tests)):
+        raise ProtocolError("more entries than tests")
+    tests: list[TestResult] = []
+    for i, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise ProtocolError(f"data[{i}] is not an object")
+        outcome = entry.get("exec_outcome")
+        if outcome is None:
+            continue  # not run
+        if outcome not in EXECEVAL_OUTCOMES:
+            raise ProtocolError(f"data[{i}].exec_outcome: unknown {str(outcome)[:40]!r}")
+        if outcome == Verdict.COMPILATION_ERROR.value:
+            if len(data) != 1:
+                raise ProtocolError("a compilation error with test results")
+            shown = entry.get("result")
+            return Result(
+                verdict=Verdict.COMPILATION_ERROR,
+                detail=str(shown)[:4000] if shown is not None else "compilation error",
+            )
+        spent = entry.get("time_consumed")
+        tests.append(
+            TestResult(
+                verdict=Verdict(outcome),
+                time_s=float(spent) if isinstance(spent, int | float) and spent >= 0 else 0.0,
+                stdout=str(entry.get("result") or "")[:2000],
+            )
+        )
+    if not tests:
+        raise ProtocolError("no test was run")
+    failing = [t.verdict for t in tests if t.verdict is not Verdict.PASSED]
+    if not failing and len(tests) != len(job.tests):
+        raise ProtocolError("fewer results than tests and no failure")
+    return Result(verdict=failing[0] if failing else Verdict.PASSED, tests=tests)
