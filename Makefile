@@ -87,3 +87,4 @@ bench: install
 	$(PYTHON) bench/engine_bench.py
 	$(PYTHON) bench/server_bench.py
 	$(PYTHON) bench/rootless_bench.py
+	$(PYTHON) bench/native_speed.py --quick

@@ -34,6 +34,14 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 REGISTRY_PATH = Path(__file__).with_name("languages.toml")
+#: set to 1, runtimes with a `compile_classic` / `run_classic` entry use it instead of `compile` /
+#: `run`: the command lines of engine versions before the build and start-up speed-ups
+CLASSIC_ENV = "CODE_EVAL_CLASSIC_BUILD"
+
+
+def classic_build() -> bool:
+    """Whether the classic (pre-speed-up) compile and run command lines are asked for."""
+    return os.environ.get(CLASSIC_ENV, "").strip() not in ("", "0")
 
 
 class UnknownLanguageError(ValueError):
@@ -75,6 +83,7 @@ class Runtime:
     # the whole registry entry (documentation-only keys such as `notes` included):
     # part of the fingerprint, so any edit of the entry invalidates cached verdicts
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    classic: bool = False  # the `*_classic` command lines are in use (see CLASSIC_ENV)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _binary: tuple[str | None, str] | None = field(default=None, repr=False, compare=False)
     _version: str | None = field(default=None, repr=False, compare=False)
@@ -164,7 +173,8 @@ class Runtime:
         (computed once: binary and version are themselves probed once per process)."""
         if self._fingerprint is None:
             entry = hashlib.sha256(json.dumps(self.raw, sort_keys=True).encode()).hexdigest()[:12]
-            self._fingerprint = f"{self.name}|{self.binary}|{self.version}|{entry}"
+            mode = "|classic" if self.classic else ""
+            self._fingerprint = f"{self.name}|{self.binary}|{self.version}|{entry}{mode}"
         return self._fingerprint
 
     def info(self) -> dict[str, Any]:
@@ -296,9 +306,12 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def load_registry(path: Path = REGISTRY_PATH) -> Registry:
+def load_registry(path: Path = REGISTRY_PATH, classic: bool | None = None) -> Registry:
     """Parse and validate the registry file (duplicate names, a runtime of an undeclared
-    cluster, a cluster without its runtime and a runtime without packages are errors)."""
+    cluster, a cluster without its runtime and a runtime without packages are errors).
+    `classic` (default: the CLASSIC_ENV switch) selects the `*_classic` command lines."""
+    if classic is None:
+        classic = classic_build()
     with open(path, "rb") as f:
         data = tomllib.load(f)
     clusters = data.get("clusters")
@@ -323,13 +336,20 @@ def load_registry(path: Path = REGISTRY_PATH) -> Registry:
         for req in ("cluster", "binary", "source", "run", "apt"):
             if req not in raw:
                 raise ValueError(f"{path}: runtime {name!r} lacks field {req!r}")
+        for key in ("compile", "run"):
+            if f"{key}_classic" in raw and key not in raw:
+                raise ValueError(f"{path}: runtime {name!r} has {key}_classic without {key}")
+        use_classic = classic and any(f"{k}_classic" in raw for k in ("compile", "run"))
+        compile_argv = raw.get("compile_classic" if use_classic else "compile")
+        compile_argv = compile_argv if compile_argv is not None else raw.get("compile")
+        run_argv = raw.get("run_classic", raw["run"]) if use_classic else raw["run"]
         rt = Runtime(
             name=name,
             cluster=str(raw["cluster"]),
             binary_candidates=tuple(raw["binary"]),
             source=str(raw["source"]),
-            run=tuple(raw["run"]),
-            compile=tuple(raw["compile"]) if "compile" in raw else None,
+            run=tuple(run_argv),
+            compile=tuple(compile_argv) if compile_argv is not None else None,
             compile_env={k: str(v) for k, v in raw.get("compile_env", {}).items()},
             run_env={k: str(v) for k, v in raw.get("run_env", {}).items()},
             time_factor=float(raw.get("time_factor", 1)),
@@ -345,6 +365,7 @@ def load_registry(path: Path = REGISTRY_PATH) -> Registry:
             missing_hint=str(raw.get("missing_hint", "")),
             apt=_strings(raw["apt"], f"{path}: runtime {name!r} apt"),
             raw=raw,
+            classic=use_classic,
         )
         if rt.cluster not in clusters:
             raise ValueError(f"{path}: runtime {name!r} has unknown cluster {rt.cluster!r}")

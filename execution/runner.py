@@ -17,6 +17,7 @@ import contextlib
 import errno
 from collections.abc import Sequence
 
+from . import pch
 from .backends.base import Backend, Session
 from .backends.local import LocalBackend
 from .compare import outputs_match
@@ -123,12 +124,22 @@ def judge_with(
         job.overrides,
     )
     session_backend = backend if backend is not None else LocalBackend()
+    fingerprint = session_backend.runtime_fingerprint(runtime)
+    ro_paths = list(runtime.extra_ro_paths)
+    compile_argv = runtime.compile
+    header = _precompiled_header(
+        runtime, job, values, compiled, fingerprint, session_backend, isolation
+    )
+    if header is not None:
+        ro_paths.append(str(header[0].directory))
+        compile_argv = header[1]
+        info["compile_argv"] = runtime.expand(compile_argv, **values)
     try:
         sandbox = session_backend.open_session(
             files={values["source"]: job.source_code.encode("utf-8", "surrogatepass")},
             purposes=("compile", "run"),
             policy=isolation,
-            ro_paths=runtime.extra_ro_paths,
+            ro_paths=ro_paths,
         )
     except (SandboxError, OSError) as exc:
         result.verdict = Verdict.INFRA_ERROR
@@ -146,7 +157,8 @@ def judge_with(
                 limits,
                 result,
                 compiled,
-                session_backend.runtime_fingerprint(runtime),
+                fingerprint,
+                compile_argv,
             )
         except SandboxError as exc:
             result.verdict = Verdict.INFRA_ERROR
@@ -163,6 +175,69 @@ ARCHIVE_LIMITS = Limits(
 ARCHIVE_EXCLUDES = ("--exclude=./.cache", "--exclude=./.go")
 
 
+def _precompiled_header(
+    runtime: Runtime,
+    job: Job,
+    values: dict[str, str],
+    compiled: CompileCache | None,
+    fingerprint: str,
+    backend: Backend,
+    isolation: str,
+) -> tuple[pch.Pch, tuple[str, ...]] | None:
+    """The precompiled header of a C++ compile that will really run (not one served from the
+    compile cache), with its compile argv; local backend only (the header lives on this host)."""
+    if runtime.compile is None or "pch_build" not in runtime.raw:
+        return None
+    if not isinstance(backend, LocalBackend) or not pch.enabled():
+        return None
+    root = compiled.root if compiled is not None else None
+    if compiled is not None:
+        layout = {k: values[k] for k in ("source", "class", "main_class")}
+        if compiled.get(compile_key(fingerprint or runtime.fingerprint(), job.source_code, layout)):
+            return None
+
+    def build(text: str, argv: tuple[str, ...], limits: Limits) -> bytes | None:
+        return _build_header(backend, runtime, isolation, text, argv, limits)
+
+    return pch.for_source(runtime, job.source_code, pch.store_root(root), build)
+
+
+def _build_header(
+    backend: Backend,
+    runtime: Runtime,
+    isolation: str,
+    text: str,
+    argv: tuple[str, ...],
+    limits: Limits,
+) -> bytes | None:
+    """Build one precompiled header in a sandbox of its own; its bytes, or None."""
+    try:
+        box = backend.open_session(
+            files={pch.HEADER: text.encode()},
+            purposes=("compile",),
+            policy=isolation,
+            ro_paths=runtime.extra_ro_paths,
+        )
+    except (SandboxError, OSError):
+        return None
+    try:
+        env = default_env(box.workdir) | runtime.compile_env
+        out = box.run(runtime.expand(argv), limits=limits, env=env, purpose="compile")
+        if not out.ok:
+            return None
+        got = box.run(
+            ["cat", pch.HEADER + ".gch"],
+            limits=limits,
+            env=default_env(box.workdir),
+            purpose="compile",
+        )
+        return got.stdout if got.ok and got.stdout else None
+    except SandboxError:
+        return None
+    finally:
+        box.close()
+
+
 def _compile(
     sandbox: Session,
     runtime: Runtime,
@@ -171,6 +246,7 @@ def _compile(
     result: Result,
     compiled: CompileCache | None,
     fingerprint: str,
+    compile_argv: tuple[str, ...] | None = None,
 ) -> bool:
     """Compile (or restore a cached compile); False when the program cannot run."""
     assert runtime.compile is not None
@@ -203,7 +279,7 @@ def _compile(
                 )
                 return True
             # an unusable entry: compile for real below
-    argv = runtime.expand(runtime.compile, **values)
+    argv = runtime.expand(compile_argv or runtime.compile, **values)
     climits = COMPILE_LIMITS
     if runtime.compile_memory_mb is not None:
         climits = climits.scaled(memory_mb=runtime.compile_memory_mb)
@@ -256,10 +332,11 @@ def _compile_and_run(
     result: Result,
     compiled: CompileCache | None = None,
     fingerprint: str = "",
+    compile_argv: tuple[str, ...] | None = None,
 ) -> None:
     workdir = sandbox.workdir
     if runtime.compile is not None and not _compile(
-        sandbox, runtime, job, values, result, compiled, fingerprint
+        sandbox, runtime, job, values, result, compiled, fingerprint, compile_argv
     ):
         return
     env = default_env(workdir) | runtime.run_env

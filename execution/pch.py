@@ -1,0 +1,170 @@
+"""Precompiled headers for C++: the standard headers a program includes are parsed once.
+
+Parsing the standard headers is most of a C++ compile, and model-written programs open with the
+same few `#include <...>` lines. A program whose first non-blank lines are all such includes (and
+nothing else before them) gets a precompiled header made from exactly those lines, in that order,
+after the runtime's own `-include` headers; the program is then compiled with `-include` of that
+header in place of the runtime's ones. The translation unit is the same token for token: the
+precompiled header holds the same includes in the same order, and the program's own include
+lines that follow are no-ops behind the headers' include guards. gcc ignores a precompiled
+header that does not match the compile (and then reads the header's text, the same includes), so
+a stale one can cost time but never change a compile.
+
+A header is built once per toolchain fingerprint, flags and include list (the second time a
+process meets that list), in a sandbox under the compile limits, from nothing but `#include <name>` lines, and kept under the compile cache
+directory; the program's compile sandbox sees it read-only. `CODE_EVAL_PCH=0` turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .cache import atomic_write, cache_root
+from .languages import Runtime
+from .limits import COMPILE_LIMITS, MB, Limits
+
+ENV = "CODE_EVAL_PCH"
+HEADER = "pch.h"
+#: a leading include line: angle brackets, a plain header name (no `..`, no quotes)
+_INCLUDE = re.compile(
+    r"[ \t]*#[ \t]*include[ \t]*<([A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*(?:\.[A-Za-z0-9_+]+)?)>[ \t]*"
+)
+#: how many leading include lines a key may hold (more: no precompiled header)
+MAX_HEADERS = 40
+#: the build's limits: the compile's, with room to send the header out through stdout
+BUILD_LIMITS = COMPILE_LIMITS.scaled(output_bytes=512 * MB)
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1").strip() not in ("0", "")
+
+
+def leading_headers(source: str) -> tuple[str, ...]:
+    """The standard headers the source opens with (only blank lines may sit between them), or
+    () when the first non-blank line is anything else or there are too many."""
+    found: list[str] = []
+    for line in source.split("\n"):
+        text = line.rstrip("\r")
+        if not text.strip():
+            continue
+        m = _INCLUDE.fullmatch(text)
+        if m is None:
+            break
+        found.append(m.group(1))
+        if len(found) > MAX_HEADERS:
+            return ()
+    return tuple(found)
+
+
+def runtime_includes(argv: tuple[str, ...]) -> tuple[list[str], int]:
+    """The `-include X` headers of a compile argv and the index of the first one (-1: none)."""
+    names: list[str] = []
+    first = -1
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "-include":
+            names.append(argv[i + 1])
+            first = i if first < 0 else first
+    return names, first
+
+
+def header_text(runtime_headers: list[str], headers: tuple[str, ...]) -> str:
+    return "".join(f"#include <{h}>\n" for h in (*runtime_headers, *headers))
+
+
+def compile_argv(argv: tuple[str, ...], header: str) -> tuple[str, ...]:
+    """The compile argv with its `-include` pairs replaced by one `-include header`."""
+    _, first = runtime_includes(argv)
+    out: list[str] = []
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg == "-include" and i + 1 < len(argv):
+            if i == first:
+                out += ["-include", header]
+            skip = True
+            continue
+        out.append(arg)
+    if first < 0:
+        out[1:1] = ["-include", header]
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Pch:
+    """A built precompiled header: `header` is the host path compiles `-include` (its `.gch`
+    sits next to it); `directory` is mounted read-only into the compile sandbox."""
+
+    header: Path
+    directory: Path
+
+
+#: builds the `.gch` for a header text in a sandbox: its bytes, or None when the build failed
+Builder = Callable[[str, tuple[str, ...], Limits], bytes | None]
+
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+_failed: set[str] = set()
+#: include lists seen by this process: a header is built the second time its list comes up, so a
+#: list only one program uses never pays for a build that takes longer than its own compile
+_seen: dict[str, int] = {}
+#: sightings before a missing header is built
+BUILD_AFTER = 2
+
+
+def key(runtime: Runtime, build: tuple[str, ...], text: str) -> str:
+    blob = json.dumps([runtime.fingerprint(), list(build), text])
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def store_root(compiled_root: Path | None) -> Path:
+    return (compiled_root / "pch") if compiled_root is not None else cache_root() / "pch"
+
+
+def for_source(
+    runtime: Runtime, source: str, root: Path, build_one: Builder
+) -> tuple[Pch, tuple[str, ...]] | None:
+    """The precompiled header for `source` (built now when missing) and the compile argv that
+    uses it, or None (not a C++ runtime with `pch_build`, switched off, no leading standard
+    includes, or the build failed)."""
+    build = runtime.raw.get("pch_build")
+    if not enabled() or runtime.compile is None or not isinstance(build, list) or runtime.classic:
+        return None
+    headers = leading_headers(source)
+    if not headers:
+        return None
+    own, _ = runtime_includes(runtime.compile)
+    text = header_text(own, headers)
+    k = key(runtime, tuple(build), text)
+    directory = root / k[:2] / k
+    header = directory / HEADER
+    gch = directory / (HEADER + ".gch")
+    with _locks_guard:
+        lock = _locks.setdefault(k, threading.Lock())
+    with lock:
+        if not gch.is_file():
+            _seen[k] = _seen.get(k, 0) + 1
+            if k in _failed or _seen[k] < BUILD_AFTER:
+                return None
+            data = build_one(text, tuple(build), BUILD_LIMITS)
+            if not data:
+                _failed.add(k)  # once per process: the program compiles as before
+                return None
+            with contextlib.suppress(OSError):
+                directory.mkdir(parents=True, exist_ok=True)
+                os.chmod(directory, 0o755)  # read by the sandbox's own uid
+                for path, body in ((header, text.encode()), (gch, data)):
+                    atomic_write(path, body)
+                    os.chmod(path, 0o644)
+            if not gch.is_file() or not header.is_file():
+                return None
+    return Pch(header=header, directory=directory), compile_argv(runtime.compile, str(header))

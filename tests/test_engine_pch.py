@@ -1,0 +1,104 @@
+"""C++ precompiled headers: which programs get one, that gcc really uses it, and that verdicts
+are those of the plain compile (`CODE_EVAL_PCH=0`)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from code_eval_taskpack.execution import Engine, Job, TestCase, pch
+from tests.conftest import require_runtime
+
+HEAD = "#include <iostream>\n\n#include <vector>\n#include <algorithm>\n"
+
+
+@pytest.mark.parametrize(
+    "source,expected",
+    [
+        (HEAD + "using namespace std;\nint main() {}\n", ("iostream", "vector", "algorithm")),
+        ("\n  # include <bits/stdc++.h>\r\nint main() {}\n", ("bits/stdc++.h",)),
+        ("using namespace std;\n#include <iostream>\n", ()),  # a line before the includes
+        ("#define int long long\n#include <iostream>\n", ()),  # a macro before the includes
+        ('#include "mine.h"\n#include <iostream>\n', ()),  # a user header first
+        ("// solution\n#include <iostream>\n", ()),  # a comment first
+        ("#include <../../etc/passwd>\n", ()),  # not a plain header name
+        ('#include <iostream>\n#include "mine.h"\n', ("iostream",)),  # the list stops there
+    ],
+)
+def test_leading_headers(source: str, expected: tuple[str, ...]) -> None:
+    assert pch.leading_headers(source) == expected
+
+
+def test_compile_argv_replaces_the_runtime_includes() -> None:
+    argv = ("g++", "-O2", "-include", "limits.h", "-include", "math.h", "-o", "main", "main.cpp")
+    assert pch.runtime_includes(argv) == (["limits.h", "math.h"], 2)
+    assert pch.compile_argv(argv, "/c/pch.h") == (
+        "g++", "-O2", "-include", "/c/pch.h", "-o", "main", "main.cpp",
+    )  # fmt: skip
+    text = pch.header_text(["limits.h", "math.h"], ("iostream",))
+    assert text == "#include <limits.h>\n#include <math.h>\n#include <iostream>\n"
+
+
+SUM = HEAD + (
+    "using namespace std;\nint main() { long long a, b; cin >> a >> b;\n"
+    "  vector<long long> v{a, b}; cout << *max_element(v.begin(), v.end()) + min(a, b)"
+    " + (INT_MAX - INT_MAX) + (long long)sqrt(0.0) << endl; }\n"
+)
+PROGRAMS = {
+    "right": SUM,
+    "wrong": SUM.replace("+ min(a, b)", "- min(a, b)"),
+    "crash": HEAD + "int main() { std::vector<int> v; v.at(3) = 1; }\n",
+    "broken": HEAD + "int main() { undeclared(); }\n",
+    "macro": "#define N 5\n" + SUM,
+    "user-header": '#include "main.cpp"\n' + SUM,
+}
+EXPECTED = {
+    "right": "PASSED",
+    "wrong": "WRONG_ANSWER",
+    "crash": "RUNTIME_ERROR",
+    "broken": "COMPILATION_ERROR",
+    "macro": "PASSED",
+    "user-header": "COMPILATION_ERROR",
+}
+
+
+def _judge(tmp_path: Path, tag: str) -> dict[str, tuple[str, list[str]]]:
+    engine = Engine(workers=2, cache=tmp_path / tag)
+    tests = (TestCase("2 3\n", ("5",)), TestCase("10 4\n", ("14",)))
+    jobs = [Job("GNU C++17", src, tests, id=name) for name, src in PROGRAMS.items()]
+    # the first sight of an include list never builds; the second one does
+    engine.judge_many(jobs[:1])
+    out = {}
+    for r in engine.judge_many(jobs):
+        out[r.id] = (r.verdict.value, list(r.runtime.get("compile_argv") or []))
+    return out
+
+
+def test_pch_verdicts_equal_the_plain_compile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = require_runtime("GNU C++17")
+    with_pch = _judge(tmp_path, "pch")
+    monkeypatch.setenv(pch.ENV, "0")
+    without = _judge(tmp_path, "plain")
+    assert {k: v[0] for k, v in with_pch.items()} == EXPECTED
+    assert {k: v[0] for k, v in without.items()} == EXPECTED
+    plain = runtime.expand(runtime.compile or ())
+    for name, (_, argv) in without.items():
+        assert argv == plain, name
+    used = {name for name, (_, argv) in with_pch.items() if argv != plain}
+    assert used == {"wrong", "crash", "broken"} or used == {"right", "wrong", "crash", "broken"}
+    # gcc really loads the header (it would fall back to its text silently otherwise)
+    argv = with_pch["wrong"][1]
+    header = Path(argv[argv.index("-include") + 1])
+    assert header.read_text() == pch.header_text(
+        ["limits.h", "math.h"], ("iostream", "vector", "algorithm")
+    )
+    (tmp_path / "main.cpp").write_text(PROGRAMS["right"])
+    probe = [*argv[:-1], "-H", "-Winvalid-pch", "-fsyntax-only"]
+    probe = [a for a in probe if a not in ("-o", "main", "-static", "-lm")]
+    out = subprocess.run(probe, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert f"! {header}.gch" in out.stderr.splitlines()[0]
