@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +108,13 @@ def baseline_tree(commit: str) -> Path:
     return path
 
 
-def judge(tree: Path, jobs: list[dict[str, Any]], workers: int) -> dict[str, Any]:
+#: the environment of the "classic" reference: this tree with every speed-up switched off
+CLASSIC_ENV = {"CODE_EVAL_CLASSIC_BUILD": "1", "CODE_EVAL_PCH": "0"}
+
+
+def judge(
+    tree: Path, jobs: list[dict[str, Any]], workers: int, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="native-speed-") as tmp:
         spec = Path(tmp) / "spec.json"
         cache = Path(tmp) / "cache"
@@ -120,6 +125,7 @@ def judge(tree: Path, jobs: list[dict[str, Any]], workers: int) -> dict[str, Any
             capture_output=True,
             text=True,
             cwd=tmp,
+            env={**os.environ, **(env or {})},
         )
     return dict(json.loads(out.stdout))
 
@@ -127,6 +133,13 @@ def judge(tree: Path, jobs: list[dict[str, Any]], workers: int) -> dict[str, Any
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", default="367bdba")
+    ap.add_argument(
+        "--reference",
+        choices=("baseline", "classic"),
+        default="baseline",
+        help="compare with the baseline commit's engine, or with this tree's classic build "
+        "(CODE_EVAL_CLASSIC_BUILD=1 CODE_EVAL_PCH=0: isolates the speed-ups' effect on verdicts)",
+    )
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="12 programs per language")
     ap.add_argument("--only", default="", help="comma-separated runtime names")
@@ -138,8 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     per = load_jobs(12 if args.quick else None)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
-    base = baseline_tree(args.baseline)
+    base = baseline_tree(args.baseline) if args.reference == "baseline" else ROOT
+    base_env = CLASSIC_ENV if args.reference == "classic" else None
     rows: dict[str, Any] = {}
+    print(
+        f"reference: {args.reference} ({args.baseline if args.reference == 'baseline' else 'classic switches'}), {args.workers} workers"
+    )
     print(f"{'runtime':<12} {'n':>4} {'base s':>8} {'now s':>8} {'ratio':>6}  verdicts")
     all_same = True
     for name, jobs in per.items():
@@ -148,11 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         walls: dict[str, list[float]] = {"base": [], "now": []}
         runs: dict[str, dict[str, Any]] = {}
         for _ in range(args.repeat):
-            for tag, tree in (("base", base), ("now", ROOT)):
-                t0 = time.perf_counter()
-                runs[tag] = judge(tree, jobs, args.workers)
-                walls[tag].append(time.perf_counter() - t0 if runs[tag]["wall"] <= 0 else 0)
-                walls[tag][-1] = runs[tag]["wall"]
+            for tag, tree, env in (("base", base, base_env), ("now", ROOT, None)):
+                runs[tag] = judge(tree, jobs, args.workers, env)
+                walls[tag].append(runs[tag]["wall"])
         diff = [
             i for i, v in runs["base"]["verdicts"].items() if runs["now"]["verdicts"].get(i) != v
         ]

@@ -1,7 +1,7 @@
 """The build speed-ups' command lines and their switch back to the classic ones.
 
-Go is linked without its symbol table and DWARF (`-ldflags=-s -w`) and Rust is built with one
-codegen unit and without debug info: the produced binaries change, so `CODE_EVAL_CLASSIC_BUILD=1`
+Go is linked without its symbol table and DWARF (`-ldflags=-s -w`), Rust is built with one
+codegen unit and without debug info, C and C++ are linked with gold: the produced binaries change, so `CODE_EVAL_CLASSIC_BUILD=1`
 must restore the exact command lines of earlier engines, and verdicts must not depend on the mode.
 """
 
@@ -28,9 +28,13 @@ def test_classic_switch_restores_the_old_command_lines(monkeypatch: pytest.Monke
     go_fast, go_classic = fast["Go"].compile or (), classic["Go"].compile or ()
     assert go_classic[2].startswith(GO_CLASSIC_SCRIPT)
     assert "-ldflags=-s\\ -w" in go_fast[2]
+    # C and C++ are linked with gold (and -pipe) unless classic
+    for name in ("GNU C11", "GNU C++17"):
+        assert "-fuse-ld=gold" in (fast[name].compile or ())
+        assert "-fuse-ld=gold" not in (classic[name].compile or ())
     # runtimes without a classic entry are untouched and not marked
-    assert classic["GNU C11"].compile == fast["GNU C11"].compile
-    assert not classic["GNU C11"].classic and classic["Go"].classic
+    assert classic["PHP"].run == fast["PHP"].run
+    assert not classic["PHP"].classic and classic["Go"].classic
     # the environment switch (read when the registry loads)
     monkeypatch.setenv(CLASSIC_ENV, "1")
     assert load_registry().runtimes["Rust 2021"].compile == RUST_2021_CLASSIC
@@ -58,12 +62,13 @@ def test_classic_without_its_command_is_an_error(tmp_path: pytest.TempPathFactor
 
 
 PANIC = {
+    "C": "#include <stdlib.h>\nint main(void) { abort(); }\n",
     "Go": "package main\n\nfunc main() {\n\tvar a []int\n\tprintln(a[3])\n}\n",
     "Rust": 'fn main() {\n    let v: Vec<i64> = Vec::new();\n    println!("{}", v[3]);\n}\n',
 }
 
 
-@pytest.mark.parametrize("cluster,name", [("Go", "Go"), ("Rust", "Rust 2021")])
+@pytest.mark.parametrize("cluster,name", [("Go", "Go"), ("Rust", "Rust 2021"), ("C", "GNU C11")])
 def test_both_modes_give_the_same_verdicts(cluster: str, name: str) -> None:
     require_runtime(name)
     tests = (TestCase("3\n", ("14",)), TestCase("1\n", ("2",)))
@@ -75,9 +80,9 @@ def test_both_modes_give_the_same_verdicts(cluster: str, name: str) -> None:
         for tag, src in sources.items():
             result = engine.judge_as(Job(name, src, tests, time_limit_s=2.0), runtime)
             argv = " ".join(result.runtime["compile_argv"] or ())
-            assert ("-o main main" in argv) and (
-                ("strip=" in argv or "-ldflags" in argv) != classic
-            )
+            fast_flags = ("strip=", "-ldflags", "-fuse-ld=gold")
+            assert "-o main main" in argv
+            assert any(f in argv for f in fast_flags) != classic
             verdicts[classic, tag] = result.verdict.value
     assert [verdicts[False, t] for t in sources] == ["PASSED", "WRONG_ANSWER", "RUNTIME_ERROR"]
     assert [verdicts[True, t] for t in sources] == [verdicts[False, t] for t in sources]
