@@ -27,6 +27,7 @@ from .languages import Runtime, java_layout
 from .limits import COMPILE_LIMITS, MB, Limits, run_limits
 from .sandbox import CommandOutcome, SandboxError, default_env
 from .types import CompileResult, Job, Result, TestResult, Verdict
+from .warm_compiler import warm_compile
 
 #: characters of stdout/stderr kept in results (reporting only; comparison sees everything)
 REPORT_CHARS = 2000
@@ -159,6 +160,7 @@ def judge_with(
                 compiled,
                 fingerprint,
                 compile_argv,
+                session_backend.warm_compilers(),
             )
         except SandboxError as exc:
             result.verdict = Verdict.INFRA_ERROR
@@ -247,8 +249,10 @@ def _compile(
     compiled: CompileCache | None,
     fingerprint: str,
     compile_argv: tuple[str, ...] | None = None,
+    warm: bool = False,
 ) -> bool:
-    """Compile (or restore a cached compile); False when the program cannot run."""
+    """Compile (or restore a cached compile); False when the program cannot run. With `warm`,
+    a runtime with a warm compiler tries it first; whatever it cannot answer is compiled cold."""
     assert runtime.compile is not None
     workdir = sandbox.workdir
     env = default_env(workdir) | runtime.compile_env
@@ -283,12 +287,17 @@ def _compile(
     climits = COMPILE_LIMITS
     if runtime.compile_memory_mb is not None:
         climits = climits.scaled(memory_mb=runtime.compile_memory_mb)
+    if warm:
+        done = _compile_warm(sandbox, runtime, job, values, argv, climits, result, compiled, key)
+        if done is not None:
+            return done
     out = sandbox.run(argv, limits=climits, env=env, purpose="compile")
     comp = CompileResult(
         ok=out.ok,
         time_s=round(out.cpu_s, 4),
         stdout=_text(out.stdout, COMPILE_REPORT_CHARS),
         stderr=_text(out.stderr, COMPILE_REPORT_CHARS),
+        wall_s=round(out.wall_s, 4),
     )
     result.compile = comp
     if out.error:
@@ -323,6 +332,56 @@ def _compile(
     return True
 
 
+def _compile_warm(
+    sandbox: Session,
+    runtime: Runtime,
+    job: Job,
+    values: dict[str, str],
+    argv: list[str],
+    climits: Limits,
+    result: Result,
+    compiled: CompileCache | None,
+    key: str,
+) -> bool | None:
+    """The warm compiler's answer as `_compile` gives it, or None: compile cold."""
+    reply = warm_compile(
+        runtime, argv, values["source"], job.source_code.encode("utf-8", "surrogatepass"), climits
+    )
+    if reply is None:
+        return None
+    if reply.ok:
+        out = sandbox.run(
+            ["tar", "-xf", "-"],
+            limits=ARCHIVE_LIMITS,
+            stdin=reply.archive,
+            env=default_env(sandbox.workdir),
+            purpose="compile",
+        )
+        if not out.ok:
+            return None
+    comp = CompileResult(
+        ok=reply.ok,
+        time_s=round(reply.cpu_s, 4),
+        stdout=_text(reply.stdout, COMPILE_REPORT_CHARS),
+        stderr=_text(reply.stderr, COMPILE_REPORT_CHARS),
+        warm=True,
+        wall_s=round(reply.wall_s, 4),
+    )
+    result.compile = comp
+    if not reply.ok:
+        # the compiler's own error status (1 from javac and kotlinc), as a cold compile says it
+        comp.detail = "exit code 1"
+        result.verdict = Verdict.COMPILATION_ERROR
+        result.detail = comp.detail
+    if compiled is not None:
+        archive = reply.archive if reply.ok else None
+        compiled.put(
+            key,
+            CompiledEntry(reply.ok, comp.stdout, comp.stderr, comp.detail, comp.time_s, archive),
+        )
+    return reply.ok
+
+
 def _compile_and_run(
     sandbox: Session,
     runtime: Runtime,
@@ -333,10 +392,11 @@ def _compile_and_run(
     compiled: CompileCache | None = None,
     fingerprint: str = "",
     compile_argv: tuple[str, ...] | None = None,
+    warm: bool = False,
 ) -> None:
     workdir = sandbox.workdir
     if runtime.compile is not None and not _compile(
-        sandbox, runtime, job, values, result, compiled, fingerprint, compile_argv
+        sandbox, runtime, job, values, result, compiled, fingerprint, compile_argv, warm
     ):
         return
     env = default_env(workdir) | runtime.run_env

@@ -43,11 +43,13 @@ import io
 import logging
 import os
 import random
+import select
 import shutil
 import signal as _signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -704,34 +706,10 @@ class Sandbox:
             cs.set_memory(limits.memory_mb)
             cs.set_pids(limits.processes)
             oom_before = cs.oom_kills()
-        envmap = dict(env) if env is not None else default_env(self.workdir or "/tmp")
-        toks = [b"A" + a.encode() for a in argv]
-        toks += [b"E" + f"{k}={v}".encode() for k, v in envmap.items()]
-        toks += [
-            b"C" + (cwd or self.workdir or "/").encode(),
-            b"I" + in_name.encode(),
-            b"O" + out_name.encode(),
-            b"R" + err_name.encode(),
-            b"G" + str(set_index).encode(),
-            f"Lcpu={limits.cpu_s:.3f}".encode(),
-            f"Lwall={limits.wall:.3f}".encode(),
-            # one byte more than the cap: reaching it proves the program wanted to write more
-            f"Lfsize={cap + 1}".encode(),
-            f"Lnofile={limits.open_files}".encode(),
-            f"Lnproc={limits.processes if limits.nproc_rlimit is None else limits.nproc_rlimit}".encode(),
-            f"Lstack={limits.stack_bytes}".encode(),
-        ]
-        if cs is None:
-            # per process (a backstop), and over the whole pid namespace (sampled by init)
-            toks.append(f"Las={(limits.memory_mb + limits.as_headroom_mb) * MB}".encode())
-            toks.append(f"Lnsmem={limits.memory_mb * MB}".encode())
-        payload = b"\0".join(toks) + b"\0"
-        assert self._proc.stdin is not None
-        try:
-            self._proc.stdin.write(str(len(payload)).encode() + b"\n" + payload)
-            self._proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise SandboxError(f"sandbox died: {exc}; {self._launcher_stderr()}") from exc
+        payload = self._command_frame(
+            argv, limits, env, cwd, set_index, (in_name, out_name, err_name), cs is None
+        )
+        self._send(payload)
         line = self._readline()
         if not line:
             raise SandboxError(f"sandbox died: {self._launcher_stderr()}")
@@ -786,6 +764,91 @@ class Sandbox:
             stdout_file=stdout_file,
         )
 
+    def _command_frame(
+        self,
+        argv: Sequence[str],
+        limits: Limits,
+        env: Mapping[str, str] | None,
+        cwd: str | None,
+        set_index: int,
+        names: tuple[str, str, str],
+        sampled: bool,
+    ) -> bytes:
+        """One command's frame for the launcher (see the contract in launcher.c)."""
+        in_name, out_name, err_name = names
+        cap = limits.output_bytes
+        envmap = dict(env) if env is not None else default_env(self.workdir or "/tmp")
+        toks = [b"A" + a.encode() for a in argv]
+        toks += [b"E" + f"{k}={v}".encode() for k, v in envmap.items()]
+        toks += [
+            b"C" + (cwd or self.workdir or "/").encode(),
+            b"I" + in_name.encode(),
+            b"O" + out_name.encode(),
+            b"R" + err_name.encode(),
+            b"G" + str(set_index).encode(),
+            f"Lcpu={limits.cpu_s:.3f}".encode(),
+            f"Lwall={limits.wall:.3f}".encode(),
+            # one byte more than the cap: reaching it proves the program wanted to write more
+            f"Lfsize={cap + 1}".encode(),
+            f"Lnofile={limits.open_files}".encode(),
+            f"Lnproc={limits.processes if limits.nproc_rlimit is None else limits.nproc_rlimit}".encode(),
+            f"Lstack={limits.stack_bytes}".encode(),
+        ]
+        if sampled:
+            # per process (a backstop), and over the whole pid namespace (sampled by init)
+            toks.append(f"Las={(limits.memory_mb + limits.as_headroom_mb) * MB}".encode())
+            toks.append(f"Lnsmem={limits.memory_mb * MB}".encode())
+        return b"\0".join(toks) + b"\0"
+
+    def _send(self, payload: bytes) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(str(len(payload)).encode() + b"\n" + payload)
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise SandboxError(f"sandbox died: {exc}; {self._launcher_stderr()}") from exc
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        limits: Limits,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        purpose: str | None = None,
+    ) -> SpawnedProcess:
+        """Start one long-lived command that the engine talks to through its stdin and stdout
+        (FIFOs in the io dir), e.g. a compile server. It goes through the launcher exactly as a
+        `run()` command does (same namespaces, uid, seccomp, rlimits, cgroup and its CPU, wall
+        and memory limits, now for its whole life); the sandbox runs nothing else until it ends.
+        """
+        if self._closed or self._proc is None:
+            raise SandboxError("sandbox is closed")
+        purpose = purpose or self._purposes[0]
+        set_index = self._purposes.index(purpose)
+        cs = self._cgroups.get(purpose)
+        self._seq += 1
+        names = (f"in-{self._seq}", f"out-{self._seq}", f"err-{self._seq}")
+        for name in names[:2]:
+            os.mkfifo(self._io / name, 0o600)
+        # our own spare ends keep both FIFOs open until the command has its ends (a reader
+        # must see no EOF, a writer no EPIPE, before init opened them); dropped on first reply
+        spare_in = os.open(self._io / names[0], os.O_RDWR | os.O_CLOEXEC)
+        to_proc = os.open(self._io / names[0], os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        from_proc = os.open(self._io / names[1], os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        spare_out = os.open(self._io / names[1], os.O_WRONLY | os.O_CLOEXEC)
+        if cs is not None:
+            cs.set_memory(limits.memory_mb)
+            cs.set_pids(limits.processes)
+        try:
+            self._send(self._command_frame(argv, limits, env, cwd, set_index, names, cs is None))
+        except SandboxError:
+            for fd in (spare_in, to_proc, from_proc, spare_out):
+                os.close(fd)
+            raise
+        assert self._proc.stdout is not None
+        return SpawnedProcess(self, to_proc, from_proc, [spare_in, spare_out])
+
     def isolation_snapshot(self) -> dict[str, Any]:
         snap = dict(self.isolation)
         snap["notes"] = list(self.isolation["notes"])
@@ -816,6 +879,13 @@ class Sandbox:
         if failed:
             log.warning("sandbox %s: could not remove %s", self._tmp, "; ".join(failed[:5]))
 
+    def kill(self) -> None:
+        """SIGKILL the launcher and its init (which takes every process of the sandbox with it),
+        e.g. for a wedged spawned command; `close` then cleans up."""
+        if self._proc is not None and self._proc.poll() is None:
+            with contextlib.suppress(OSError):
+                os.killpg(self._proc.pid, _signal.SIGKILL)
+
     def __enter__(self) -> Sandbox:
         return self
 
@@ -825,6 +895,103 @@ class Sandbox:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
+
+
+class SpawnedProcess:
+    """The engine's end of a command started by `Sandbox.spawn`: framed reads and writes with
+    deadlines. `ended` turns true when the launcher reported the command's end (`exit_info`)."""
+
+    def __init__(self, box: Sandbox, to_proc: int, from_proc: int, spares: list[int]) -> None:
+        self._box = box
+        self._to = to_proc
+        self._from = from_proc
+        self._spares = spares
+        self._buf = bytearray()
+        self.exit_info: dict[str, str] | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.exit_info is not None
+
+    def _wait(self, fd: int, write: bool, deadline: float) -> None:
+        """Block until `fd` is ready; TimeoutError past `deadline`. Once the command ended (its
+        launcher reply arrived) a write raises EOFError, a read drains what it left."""
+        proc = self._box._proc
+        assert proc is not None and proc.stdout is not None
+        ctl = proc.stdout.fileno()
+        while True:
+            if self.ended:
+                if write:
+                    raise EOFError("the command ended")
+                self.release_spares()  # nothing can write any more: EOF after the data
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no answer in time")
+            watch = [] if self.ended else [ctl]
+            rlist = watch if write else [*watch, fd]
+            r, w, _ = select.select(rlist, [fd] if write else [], [], left)
+            if fd in r or w:
+                return
+            if ctl in r:
+                line = self._box._readline()
+                self.exit_info = _parse_kv(line) if line else {"error": "sandbox died"}
+
+    def write(self, data: bytes, deadline: float) -> None:
+        view = memoryview(data)
+        while view:
+            self._wait(self._to, True, deadline)
+            try:
+                n = os.write(self._to, view)
+            except BlockingIOError:
+                continue
+            except BrokenPipeError as exc:
+                raise EOFError("the command closed its stdin") from exc
+            view = view[n:]
+
+    def read(self, size: int, deadline: float) -> bytes:
+        """Exactly `size` bytes from the command's stdout."""
+        while len(self._buf) < size:
+            self._wait(self._from, False, deadline)
+            try:
+                chunk = os.read(self._from, max(65536, size - len(self._buf)))
+            except BlockingIOError:
+                continue
+            if not chunk:
+                raise EOFError("the command closed its stdout")
+            self._buf += chunk
+            self.release_spares()
+        data = bytes(self._buf[:size])
+        del self._buf[:size]
+        return data
+
+    def release_spares(self) -> None:
+        """Drop the engine's spare FIFO ends (once the command answered, it holds its own):
+        from then on the command's death shows as EOF / EPIPE."""
+        for fd in self._spares:
+            os.close(fd)
+        self._spares = []
+
+    def wait(self, deadline: float) -> bool:
+        """Close the command's stdin (it sees EOF) and wait for its end; False past `deadline`
+        (the caller then kills the sandbox)."""
+        self.close()
+        proc = self._box._proc
+        if self.ended or proc is None or proc.stdout is None:
+            return True
+        left = deadline - time.monotonic()
+        if left > 0 and select.select([proc.stdout.fileno()], [], [], left)[0]:
+            line = self._box._readline()
+            self.exit_info = _parse_kv(line) if line else {"error": "sandbox died"}
+        return self.ended
+
+    def close(self) -> None:
+        """Close the engine's ends of both FIFOs."""
+        self.release_spares()
+        for fd in (self._to, self._from):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._to = self._from = -1
 
 
 def _parse_kv(line: bytes) -> dict[str, str]:

@@ -23,7 +23,16 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, Result, TestCase, Verdict, cgroups, resolve
+from code_eval_taskpack.execution import (
+    Engine,
+    Job,
+    Result,
+    TestCase,
+    Verdict,
+    cgroups,
+    resolve,
+    warm_compiler,
+)
 from code_eval_taskpack.execution import sandbox as sandbox_mod
 from code_eval_taskpack.execution.limits import run_limits
 from code_eval_taskpack.execution.sandbox import inactive_layers, probe_isolation
@@ -320,6 +329,11 @@ class SandboxRecorder:
 
 
 def aftermath(uids: set[int], dirs: list[Path], engine: Engine, elapsed: float) -> Aftermath:
+    # a warm compiler's server started by this case outlives it by design (its own sandbox,
+    # uid and cgroups; test_warm_compilers checks that closing it leaves nothing)
+    for server in warm_compiler.POOL.servers():
+        uids = uids - {server.uid}
+        dirs = [d for d in dirs if d not in server.cgroup_dirs]
     # an escaped process would still be there; exiting ones (zombies being reaped) get 2 s
     deadline = time.monotonic() + 2.0
     while True:

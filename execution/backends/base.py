@@ -98,6 +98,11 @@ class Backend(abc.ABC):
 
         return judge_with(runtime, job, compiled, policy, input_limits, self)
 
+    def warm_compilers(self) -> bool:
+        """Whether the runner may compile with a warm compiler on this host
+        (`execution/warm_compiler.py`): only where the engine's own sandbox runs the programs."""
+        return False
+
     def host_refusal(self, policy: str) -> str:
         """Why this backend cannot judge anything under `policy` at all ("" when it can), from a
         once-per-process probe; front ends refuse before taking any work."""

@@ -27,5 +27,8 @@ class LocalBackend(Backend):
     def host_refusal(self, policy: str) -> str:
         return host_refusal(policy)
 
+    def warm_compilers(self) -> bool:
+        return True
+
     def identity(self) -> str:
         return ""  # the keys of caches made before backends existed

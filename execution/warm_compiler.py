@@ -1,0 +1,444 @@
+"""Warm compilers: one compiler JVM per language and worker, fed programs one by one.
+
+A cold `javac` pays about 0.5 s and `kotlinc` about 2.5 s of JVM start-up, class loading and
+JIT warm-up per program. Here a compile server (`java/CompileServer.java`) runs the same
+compiler in-process for many programs, inside a sandbox of its own (same launcher, namespaces,
+read-only toolchain, no network, unprivileged uid, seccomp, one cgroup and limits for the server
+as a whole), with the cold compile's own arguments in a work dir wiped before and after every
+program. Only two answers are trusted: "compiled" (the output files, laid out exactly as a cold
+compile leaves them) and "compile error" (the compiler's own error status and text). Anything
+else (a timeout, the server's heap cap, a compiler crash, an output past the cap, the server or
+its sandbox dying, a protocol error) returns None and the caller compiles the program cold, with
+today's limits, so its verdict is exactly a cold compile's.
+
+Limits are stricter than a cold compile's so that a warm success implies a cold one: a wall
+timeout of a quarter of the cold CPU limit, the cold heap cap (-Xmx) shared with the warm
+compiler's caches, and a compile thread stack a quarter of the cold one (JIT-compiled frames
+are smaller than a cold compiler's interpreted ones).
+
+A warm compile has no cgroup of its own: its CPU time is the compile thread's (JIT and GC
+threads are not counted) and its wall time is recorded next to it. Switch: the environment
+variable CODE_EVAL_WARM_COMPILERS=0 turns the warm path off (every compile cold).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import io
+import logging
+import os
+import shlex
+import shutil
+import struct
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .cache import cache_root
+from .languages import Runtime
+from .limits import MB, Limits
+from .sandbox import Sandbox, SandboxError, SpawnedProcess, default_env
+
+log = logging.getLogger(__name__)
+
+ENV_SWITCH = "CODE_EVAL_WARM_COMPILERS"
+SERVER_SOURCE = Path(__file__).with_name("java") / "CompileServer.java"
+MAGIC = 0x57434F31
+STATUS_OK, STATUS_ERROR, STATUS_RETRY = 0, 1, 2
+#: a server is replaced after this many programs (bounds what any cache inside it can grow to)
+PROGRAMS_PER_SERVER = 200
+#: the server's start-up (JVM and compiler class loading) must finish within this
+START_TIMEOUT_S = 60.0
+#: the engine's own deadline beyond the server's timeout (the server answers a timeout itself)
+REPLY_GRACE_S = 10.0
+#: the whole server's limits: its lifetime budgets and its sandbox's memory cap
+SERVER_CPU_S = 1800.0
+SERVER_WALL_S = 3600.0
+#: a warm compile's wall timeout as a share of the cold compile's CPU limit
+TIMEOUT_SHARE = 0.25
+#: starts that fail in a row before a language's warm compiler is given up for the process
+MAX_START_FAILURES = 3
+
+
+def enabled() -> bool:
+    """False when CODE_EVAL_WARM_COMPILERS is 0/false/no/off."""
+    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class WarmReply:
+    """A trusted answer of a warm compiler."""
+
+    ok: bool
+    stdout: bytes
+    stderr: bytes
+    wall_s: float
+    cpu_s: float  # the compile thread's CPU time (no cgroup: JIT and GC threads not counted)
+    archive: bytes  # tar of the output files (ok only), restored into the program's work dir
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """How to start one language's compile server and what to pass per program."""
+
+    mode: str  # "javac" | "kotlinc"
+    java: str  # the JVM binary
+    jvm_flags: tuple[str, ...]
+    jars: tuple[str, ...]  # the compiler's own jars (kotlinc), loaded by the server
+    ro_paths: tuple[str, ...]
+    stack_kb: int
+    memory_mb: int
+    timeout_s: float
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(repr(self).encode()).hexdigest()[:16]
+
+
+def _jvm_option(flag: str) -> bool:
+    # the cold JVM's tiering cap speeds up one short run; a long-lived server wants full JIT
+    return not flag.startswith("-XX:TieredStopAtLevel")
+
+
+def _stack_kb(flags: list[str], default_kb: int) -> int:
+    """A quarter of the cold compiler's thread stack (-Xss, else the JVM default)."""
+    kb = default_kb
+    for f in flags:
+        if f.startswith("-Xss"):
+            kb = _size_kb(f[4:], default_kb)
+    return max(64, kb // 4)
+
+
+def _size_kb(text: str, default_kb: int) -> int:
+    units = {"k": 1, "m": 1024, "g": 1024 * 1024}
+    t = text.strip().lower()
+    try:
+        if t and t[-1] in units:
+            return int(t[:-1]) * units[t[-1]]
+        return int(t) // 1024
+    except ValueError:
+        return default_kb
+
+
+def server_spec(
+    runtime: Runtime, argv: list[str], limits: Limits
+) -> tuple[ServerSpec, tuple[str, ...]] | None:
+    """The warm compiler of `runtime` for the cold compile `argv` and the arguments to give it
+    (the cold ones without the binary and JVM options), or None when it has none."""
+    mode = str(runtime.raw.get("warm_compiler", ""))
+    binary = runtime.binary
+    if mode not in ("javac", "kotlinc") or binary is None or not argv:
+        return None
+    real = Path(os.path.realpath(binary))
+    timeout = limits.cpu_s * TIMEOUT_SHARE
+    if mode == "javac":
+        java = real.parent / "java"
+        if not os.access(java, os.X_OK):
+            return None
+        cold_jvm = [a[2:] for a in argv[1:] if a.startswith("-J")]
+        args = [a for a in argv[1:] if not a.startswith("-J")]
+        # no annotation processing: a lone source file cannot bring a processor (the cold
+        # compile's class path is its own work dir), and the warm one must not find any
+        spec = ServerSpec(
+            mode=mode,
+            java=str(java),
+            jvm_flags=tuple(f for f in cold_jvm if _jvm_option(f) and not f.startswith("-Xss")),
+            jars=(),
+            ro_paths=tuple(runtime.extra_ro_paths),
+            stack_kb=_stack_kb(cold_jvm, 1024),
+            memory_mb=limits.memory_mb,
+            timeout_s=timeout,
+        )
+        return spec, ("-proc:none", *args)
+    home = real.parent.parent  # <kotlin home>/bin/kotlinc
+    jar = home / "lib" / "kotlin-compiler.jar"
+    java_bin = shutil.which("java", path=default_env()["PATH"])
+    if not jar.is_file() or java_bin is None:
+        return None
+    cold_jvm = shlex.split(runtime.compile_env.get("JAVA_OPTS", ""))
+    spec = ServerSpec(
+        mode=mode,
+        java=os.path.realpath(java_bin),
+        jvm_flags=tuple(f for f in cold_jvm if _jvm_option(f) and not f.startswith("-Xss")),
+        jars=(str(jar),),
+        ro_paths=(str(home),) if not str(home).startswith("/usr/") else (),
+        stack_kb=_stack_kb(cold_jvm, 1024),
+        memory_mb=limits.memory_mb,
+        timeout_s=timeout,
+    )
+    return spec, tuple(argv[1:])
+
+
+# -- the server's own classes -------------------------------------------------------------------
+
+_classes_lock = threading.Lock()
+_classes: dict[str, Path] = {}
+
+
+def server_classes(java: str) -> Path:
+    """CompileServer compiled by the JDK of `java` into `<cache>/warm-compiler/<key>/`, keyed by
+    the server's source and the JDK (compiled once; trusted code, so on the host)."""
+    jdk = Path(java).parent.parent
+    release = jdk / "release"
+    fp = hashlib.sha256(SERVER_SOURCE.read_bytes())
+    fp.update(str(jdk).encode())
+    if release.is_file():
+        fp.update(release.read_bytes())
+    key = fp.hexdigest()[:16]
+    with _classes_lock:
+        if key in _classes:
+            return _classes[key]
+        out = cache_root() / "warm-compiler" / key
+        if not (out / "CompileServer.class").is_file():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=out.parent))
+            try:
+                subprocess.run(
+                    [str(jdk / "bin" / "javac"), "-nowarn", "-d", str(tmp), str(SERVER_SOURCE)],
+                    check=True,
+                    capture_output=True,
+                    timeout=120,
+                )
+                tmp.chmod(0o755)
+                try:
+                    tmp.rename(out)
+                except OSError:  # another process won the race
+                    shutil.rmtree(tmp, ignore_errors=True)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        _classes[key] = out
+        return out
+
+
+# -- one server ---------------------------------------------------------------------------------
+
+
+class ServerGone(Exception):
+    """The server cannot answer (ended, timed out, protocol error): compile cold."""
+
+
+def _blob(data: bytes) -> bytes:
+    return struct.pack(">i", len(data)) + data
+
+
+class WarmServer:
+    """One compile server in its own sandbox; `compile` is called by one thread at a time."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self.programs = 0
+        classes = server_classes(spec.java)
+        self._box = Sandbox(
+            ro_paths=[str(classes), *spec.ro_paths],
+            purposes=("compile",),
+            isolation="required",
+        )
+        #: the server's uid and cgroup dirs: long-lived by design, so host scans that look for
+        #: a program's leftovers can tell them apart
+        self.uid = self._box.uid
+        self.cgroup_dirs = [d for cs in self._box._cgroups.values() for d in cs.dirs]
+        try:
+            limits = Limits(
+                cpu_s=SERVER_CPU_S,
+                wall_s=SERVER_WALL_S,
+                memory_mb=spec.memory_mb,
+                output_bytes=8 * MB,
+                processes=256,
+                open_files=1024,
+                stack_mb=64,
+                as_headroom_mb=16384,
+            )
+            argv = [
+                spec.java,
+                *spec.jvm_flags,
+                "-XX:+ExitOnOutOfMemoryError",
+                "-XX:-UsePerfData",
+                "-cp",
+                str(classes),
+                "CompileServer",
+                spec.mode,
+                str(spec.stack_kb),
+                *spec.jars,
+            ]
+            self._proc: SpawnedProcess = self._box.spawn(
+                argv, limits=limits, env=default_env(self._box.workdir), purpose="compile"
+            )
+            deadline = time.monotonic() + START_TIMEOUT_S
+            magic = self._int(deadline)
+            mode = self._bytes(deadline).decode()
+            if magic != MAGIC or mode != spec.mode:
+                raise ServerGone(f"unexpected hello {magic:#x} {mode!r}")
+        except BaseException:
+            self.close()
+            raise
+
+    def _int(self, deadline: float) -> int:
+        return int(struct.unpack(">i", self._read(4, deadline))[0])
+
+    def _long(self, deadline: float) -> int:
+        return int(struct.unpack(">q", self._read(8, deadline))[0])
+
+    def _bytes(self, deadline: float) -> bytes:
+        n = self._int(deadline)
+        if n < 0 or n > 512 * MB:
+            raise ServerGone(f"bad length {n}")
+        return self._read(n, deadline)
+
+    def _read(self, n: int, deadline: float) -> bytes:
+        try:
+            return self._proc.read(n, deadline)
+        except (EOFError, TimeoutError, OSError) as exc:
+            raise ServerGone(str(exc)) from exc
+
+    def compile(
+        self, args: tuple[str, ...], source_name: str, source: bytes, cap: int
+    ) -> tuple[int, WarmReply | str]:
+        """(status, reply) for one program; status RETRY comes with the reason (a str)."""
+        spec = self.spec
+        self.programs += 1
+        req = struct.pack(">i", len(args))
+        req += b"".join(_blob(a.encode()) for a in args)
+        req += _blob(source_name.encode()) + _blob(source)
+        req += struct.pack(">qq", int(spec.timeout_s * 1000), cap)
+        deadline = time.monotonic() + spec.timeout_s + REPLY_GRACE_S
+        try:
+            self._proc.write(req, deadline)
+        except (EOFError, TimeoutError, OSError) as exc:
+            raise ServerGone(str(exc)) from exc
+        status = self._int(deadline)
+        reason = self._bytes(deadline).decode(errors="replace")
+        stdout = self._bytes(deadline)
+        stderr = self._bytes(deadline)
+        wall_ns = self._long(deadline)
+        cpu_ns = self._long(deadline)
+        count = self._int(deadline)
+        files = []
+        for _ in range(count):
+            name = self._bytes(deadline).decode()
+            files.append((name, self._bytes(deadline)))
+        if status == STATUS_RETRY or status not in (STATUS_OK, STATUS_ERROR):
+            return STATUS_RETRY, reason or f"status {status}"
+        archive = _tar(files) if status == STATUS_OK else b""
+        reply = WarmReply(
+            ok=status == STATUS_OK,
+            stdout=stdout,
+            stderr=stderr,
+            wall_s=wall_ns / 1e9,
+            cpu_s=max(0.0, cpu_ns / 1e9),
+            archive=archive,
+        )
+        return status, reply
+
+    def close(self) -> None:
+        proc = getattr(self, "_proc", None)
+        if proc is not None and not proc.wait(time.monotonic() + 2.0):
+            self._box.kill()
+        self._box.close()
+
+
+def _tar(files: list[tuple[str, bytes]]) -> bytes:
+    """A tar of the compiled files (relative paths, checked), as `tar -xf -` restores them."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name, data in files:
+            parts = name.split("/")
+            if name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+                raise ServerGone(f"bad output path {name!r}")
+            info = tarfile.TarInfo("./" + name)
+            info.size = len(data)
+            info.mode = 0o644
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+# -- the per-process pool ----------------------------------------------------------------------
+
+
+class WarmPool:
+    """Idle servers per spec; a compile takes one (or starts one), and gives it back unless it
+    must be replaced. At most one server per concurrently compiling worker and spec."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: dict[str, list[WarmServer]] = {}
+        self._failures: dict[str, int] = {}
+        self._live: set[WarmServer] = set()
+        self.started = 0
+
+    def servers(self) -> list[WarmServer]:
+        """The servers alive now (idle or compiling)."""
+        with self._lock:
+            return list(self._live)
+
+    def compile(
+        self, spec: ServerSpec, args: tuple[str, ...], source_name: str, source: bytes, cap: int
+    ) -> WarmReply | None:
+        """A trusted warm answer, or None: compile cold."""
+        with self._lock:
+            if self._failures.get(spec.key, 0) >= MAX_START_FAILURES:
+                return None
+            idle = self._idle.get(spec.key, [])
+            server = idle.pop() if idle else None
+        if server is None:
+            try:
+                server = WarmServer(spec)
+            except (SandboxError, ServerGone, OSError, subprocess.SubprocessError) as exc:
+                log.warning("warm %s compiler did not start: %s", spec.mode, exc)
+                with self._lock:
+                    self._failures[spec.key] = self._failures.get(spec.key, 0) + 1
+                return None
+            with self._lock:
+                self._failures[spec.key] = 0
+                self.started += 1
+                self._live.add(server)
+        try:
+            status, reply = server.compile(args, source_name, source, cap)
+        except (ServerGone, SandboxError, OSError) as exc:
+            log.info("warm %s compiler gone (%s): compiling cold", spec.mode, exc)
+            self._retire(server)
+            return None
+        if status == STATUS_RETRY or server.programs >= PROGRAMS_PER_SERVER:
+            # after a timeout, a limit or a crash the server has exited (or must)
+            self._retire(server)
+        else:
+            with self._lock:
+                self._idle.setdefault(spec.key, []).append(server)
+        return reply if isinstance(reply, WarmReply) else None
+
+    def _retire(self, server: WarmServer) -> None:
+        server.close()
+        with self._lock:
+            self._live.discard(server)
+
+    def close(self) -> None:
+        """End every idle server (a compiling one ends when its compile returns)."""
+        with self._lock:
+            servers = [s for group in self._idle.values() for s in group]
+            self._idle.clear()
+        for s in servers:
+            self._retire(s)
+
+
+POOL = WarmPool()
+atexit.register(POOL.close)
+
+
+def warm_compile(
+    runtime: Runtime, argv: list[str], source_name: str, source: bytes, limits: Limits
+) -> WarmReply | None:
+    """Compile `source` with the runtime's warm compiler if it has one and the switch allows:
+    a trusted answer, or None (compile cold). `argv` and `limits` are the cold compile's."""
+    if not enabled():
+        return None
+    found = server_spec(runtime, argv, limits)
+    if found is None:
+        return None
+    spec, args = found
+    return POOL.compile(spec, args, source_name, source, limits.output_bytes)
