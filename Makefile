@@ -83,7 +83,11 @@ demo: install toolchains
 	@echo "clozetest_maxmin (predict-only: no public answers, accuracy is NaN): $(RESULTS)/clozetest_maxmin"
 	@echo "xcodeeval_synth_greedy (SAMPLE-TEST scoring: public sample tests only, not comparable with the paper): $(RESULTS)/xcodeeval_synth_greedy"
 
+# BENCH_ARGS, e.g. `--quick` or `--only equal` (see bench/judge_speed.py --help)
+BENCH_ARGS ?=
+
 bench: install
+	SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/judge_speed.py $(BENCH_ARGS)
 	$(PYTHON) bench/engine_bench.py
 	$(PYTHON) bench/server_bench.py
 	$(PYTHON) bench/rootless_bench.py
