@@ -92,3 +92,4 @@ bench: install
 	$(PYTHON) bench/server_bench.py
 	$(PYTHON) bench/rootless_bench.py
 	$(PYTHON) bench/native_speed.py --quick
+	$(PYTHON) bench/warm_compilers_bench.py --quick

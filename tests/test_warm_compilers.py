@@ -4,6 +4,7 @@ compile transparently."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import time
 import zipfile
@@ -350,3 +351,32 @@ def test_closing_the_pool_leaves_nothing(monkeypatch: pytest.MonkeyPatch) -> Non
     assert not processes_of_uids(uids)
     assert not cgroups_with_tasks(dirs)
     assert not any(d.exists() for d in dirs)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_heap_cap_is_compiled_cold(lang: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server whose heap cap is hit ends (ExitOnOutOfMemoryError): the program is compiled
+    cold with its verdict, and the next program gets a fresh server."""
+    real = wc.server_spec
+
+    def tiny_heap(*a: object, **k: object) -> tuple[wc.ServerSpec, tuple[str, ...]] | None:
+        found = real(*a, **k)  # type: ignore[arg-type]
+        if found is None:
+            return None
+        spec, args = found
+        flags = (*(f for f in spec.jvm_flags if not f.startswith("-Xmx")), "-Xmx5m")
+        return dataclasses.replace(spec, jvm_flags=flags), args
+
+    monkeypatch.setattr(wc, "server_spec", tiny_heap)
+    if lang == "Java":
+        extra = "".join(
+            f"class F{i} {{ static int f(int x) {{ return x * {i} + {i}; }} }}\n"
+            for i in range(3000)
+        )
+    else:
+        extra = "".join(f"fun f{i}(x: Int) = x * {i} + {i}\n" for i in range(3000))
+    r = judge(lang, LUCKY[lang] + extra, LUCKY_TESTS, True, monkeypatch)
+    assert r.verdict is Verdict.PASSED and r.compile and not r.compile.warm, describe(r)
+    monkeypatch.undo()
+    nxt = judge(lang, wrong(lang), LUCKY_TESTS, True, monkeypatch)
+    assert nxt.verdict is Verdict.WRONG_ANSWER and nxt.compile and nxt.compile.warm
