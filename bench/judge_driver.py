@@ -33,6 +33,21 @@ def _cpu(who: int) -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _close_helpers(engine: Any, package: str) -> None:
+    """End what the engine keeps running between programs (so their CPU is reaped and counted):
+    the engine's own `close()` if it has one, and the pool of warm compiler servers."""
+    close = getattr(engine, "close", None)
+    if callable(close):
+        close()
+    try:
+        warm = importlib.import_module(f"{package}.warm_compiler")
+    except ModuleNotFoundError:
+        return  # an engine without warm compilers
+    pool = getattr(warm, "POOL", None)
+    if pool is not None:
+        pool.close()
+
+
 def judge_jobs(
     jobs: list[dict[str, Any]],
     workers: int,
@@ -63,9 +78,7 @@ def judge_jobs(
     start = time.perf_counter()
     results = engine.judge_many(built)
     wall = time.perf_counter() - start
-    close = getattr(engine, "close", None)
-    if callable(close):
-        close()
+    _close_helpers(engine, package)
     self1, kids1 = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
     rows = []
     for job, r in zip(jobs, results, strict=True):
