@@ -25,8 +25,9 @@ The baseline is the engine at `--baseline` (default 367bdba), checked out by thi
 process (`judge_driver.py`) with that tree on PYTHONPATH; at that commit the package was the
 top-level `execution`. Numbers are noisy on a shared machine: the load average is printed.
 
-Run: `python bench/judge_speed.py` (full, about 20 minutes on 2 idle cores), `--quick` (12
-programs per language, 2 workers, a few minutes).
+Run: `python bench/judge_speed.py` (full: every program with 2 workers, the first 24 of each
+language with 1 worker, `--one-worker 106` for all), `--quick` (12 programs per language, 2
+workers only, one sampled problem, a few minutes).
 """
 
 from __future__ import annotations
@@ -70,7 +71,11 @@ LANGUAGES = (
     "Rust",
 )
 QUICK_PER_LANGUAGE = 12
-QUICK_SAMPLED_PROBLEMS = 2
+QUICK_SAMPLED_PROBLEMS = 1
+QUICK_CACHE_PER_LANGUAGE = 4
+#: 1-worker batches judge this many programs per language unless --one-worker says otherwise
+#: (all of them would take the full run past 20 minutes on 2 cores)
+ONE_WORKER_PER_LANGUAGE = 24
 
 HELLO: dict[str, str] = {
     "C": '#include <stdio.h>\nint main(void) { puts("hello"); return 0; }\n',
@@ -141,6 +146,7 @@ class Batch:
     wall_s: float
     cpu_s: float
     results: list[dict[str, Any]]
+    judged: int = -1  # programs the engine actually ran (identical jobs in a batch run once)
 
     @property
     def programs(self) -> int:
@@ -194,6 +200,7 @@ def run_batch(
         wall_s=report["wall_s"],
         cpu_s=report["engine_cpu_s"] + report["children_cpu_s"],
         results=report["results"],
+        judged=report["judged"],
     )
 
 
@@ -307,6 +314,7 @@ def _merge(batches: list[Batch]) -> Batch:
         wall_s=sum(b.wall_s for b in batches),
         cpu_s=sum(b.cpu_s for b in batches),
         results=[r for b in batches for r in b.results],
+        judged=sum(b.judged for b in batches),
     )
 
 
@@ -327,15 +335,18 @@ def section_equal(
     per_language: int | None,
     workers: Sequence[int],
     overall_workers: Sequence[int],
+    one_worker_programs: int | None,
     checks: Checks,
     floors: dict[str, dict[str, float]],
 ) -> dict[str, Any]:
     base_engine, now_engine = engines
-    programs = select(wl.equal_workload(), per_language)
+    everything = wl.equal_workload()
+    programs = select(everything, per_language)
     dupes = wl.distinct_problems(programs)
     if dupes:
         checks.fail(f"equal workload: repeated sources {dupes}")
     jobs = wl.jobs_for(programs)
+    one_worker_ids = {p["id"] for p in select(everything, one_worker_programs)}
     recorded = wl.recorded_verdicts()
     print(f"\n== equal: {len(jobs)} distinct programs, caches empty at every start ({_load()})")
     raw: dict[str, Any] = {"per_language": {}, "overall": {}}
@@ -345,6 +356,8 @@ def section_equal(
         per: dict[str, list[Batch]] = {"baseline": [], "now": []}
         for lang in LANGUAGES:
             lj = [j for j in jobs if j["language"] == lang]
+            if w == 1:
+                lj = [j for j in lj if j["id"] in one_worker_ids]
             if not lj:
                 continue
             b = run_batch(base_engine, lj, w)
@@ -419,11 +432,14 @@ def section_sampled(
     )
     batches = [run_batch(e, jobs, 2) for e in engines]
     print(
-        f"  {'engine':<9} {'wall s':>7} {'programs/s':>10} {'result hits':>11} {'compile hits':>12}"
+        f"  {'engine':<9} {'wall s':>7} {'programs/s':>10} {'run':>5} {'result hits':>11} {'compile hits':>12}"
     )
     for b in batches:
         hits = b.hits
-        print(f"  {b.engine:<9} {b.wall_s:7.1f} {b.rate:10.2f} {hits[0]:11d} {hits[1]:12d}")
+        print(
+            f"  {b.engine:<9} {b.wall_s:7.1f} {b.rate:10.2f} {b.judged:5d} {hits[0]:11d} {hits[1]:12d}"
+        )
+    print("  (run: programs the engine ran; identical samples in one batch are judged once)")
     print(f"  now/baseline: {_ratio(batches[1].rate, batches[0].rate)}")
     compare_verdicts(
         "sampled: baseline vs now", batches[0].verdicts(), batches[1].verdicts(), checks
@@ -477,6 +493,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--baseline", default=BASELINE_COMMIT, help="baseline commit")
     ap.add_argument("--per-language", type=int, default=None, help="programs per language")
     ap.add_argument("--workers", type=_ints, default=None, help="e.g. 1,2 (per-language batches)")
+    ap.add_argument(
+        "--one-worker",
+        type=int,
+        default=None,
+        help=f"programs per language in 1-worker batches (default {ONE_WORKER_PER_LANGUAGE})",
+    )
     ap.add_argument("--overall-workers", type=_ints, default=None, help="one-batch runs, e.g. 2")
     ap.add_argument("--json", type=Path, default=None, help="write the raw figures here")
     args = ap.parse_args(argv)
@@ -498,13 +520,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {lang:<11} {f['compile_cpu']:13.3f} {f['run_cpu']:9.3f} {f['wall']:7.3f}")
         raw["floor"] = floors
     if "equal" in sections:
-        raw["equal"] = section_equal(engines, per_language, workers, overall, checks, floors)
+        one = args.one_worker or ONE_WORKER_PER_LANGUAGE
+        one = min(one, per_language) if per_language else one
+        raw["equal"] = section_equal(engines, per_language, workers, overall, one, checks, floors)
     if "sampled" in sections:
         raw["sampled"] = section_sampled(
             engines, QUICK_SAMPLED_PROBLEMS if args.quick else None, checks
         )
     if "cache" in sections:
-        raw["cache"] = section_cache(engines, per_language or QUICK_PER_LANGUAGE, checks)
+        size = QUICK_CACHE_PER_LANGUAGE if args.quick else per_language or QUICK_PER_LANGUAGE
+        raw["cache"] = section_cache(engines, size, checks)
     if args.json:
         args.json.write_text(json.dumps(raw), encoding="utf-8")
     took = time.perf_counter() - start
