@@ -17,7 +17,7 @@ import contextlib
 import errno
 from collections.abc import Sequence
 
-from . import pch
+from . import pch, startup
 from .backends.base import Backend, Session
 from .backends.local import LocalBackend
 from .compare import outputs_match
@@ -115,7 +115,6 @@ def judge_with(
     # the exact command lines are part of the result: flags decide verdicts (e.g. `-include`)
     info = runtime.info()
     info["compile_argv"] = runtime.expand(runtime.compile, **values) if runtime.compile else None
-    info["run_argv"] = runtime.expand(runtime.run, **values)
     result = Result(verdict=Verdict.PASSED, runtime=info, id=job.id)
     limits = run_limits(
         job.time_limit_s,
@@ -135,6 +134,19 @@ def judge_with(
         ro_paths.append(str(header[0].directory))
         compile_argv = header[1]
         info["compile_argv"] = runtime.expand(compile_argv, **values)
+    run_argv = runtime.run
+    if startup.needs_prelude(run_argv):
+        prelude = _interpreter_prelude(runtime, session_backend, isolation)
+        if prelude is not None:
+            values[startup.PLACEHOLDER] = str(prelude.path)
+            ro_paths.append(str(prelude.directory))
+        else:
+            run_argv = tuple(runtime.raw.get("run_classic") or ())
+            if not run_argv:
+                result.verdict = Verdict.INFRA_ERROR
+                result.detail = f"{runtime.name}: no start-up prelude and no run_classic"
+                return result
+    info["run_argv"] = runtime.expand(run_argv, **values)
     try:
         sandbox = session_backend.open_session(
             files={values["source"]: job.source_code.encode("utf-8", "surrogatepass")},
@@ -161,6 +173,7 @@ def judge_with(
                 fingerprint,
                 compile_argv,
                 session_backend.warm_compilers(),
+                run_argv,
             )
         except SandboxError as exc:
             result.verdict = Verdict.INFRA_ERROR
@@ -202,6 +215,37 @@ def _precompiled_header(
         return _build_header(backend, runtime, isolation, text, argv, limits)
 
     return pch.for_source(runtime, job.source_code, pch.store_root(root), build)
+
+
+def _interpreter_prelude(
+    runtime: Runtime, backend: Backend, isolation: str
+) -> startup.Prelude | None:
+    """The start-up prelude of an interpreter (local backend only: it lives on this host)."""
+    if not isinstance(backend, LocalBackend):
+        return None
+
+    def probe(argv: list[str]) -> bytes | None:
+        try:
+            box = backend.open_session(
+                files={}, purposes=("run",), policy=isolation, ro_paths=runtime.extra_ro_paths
+            )
+        except (SandboxError, OSError):
+            return None
+        try:
+            out = box.run(argv, limits=PROBE_LIMITS, env=default_env(box.workdir), purpose="run")
+            return out.stdout if out.ok else None
+        except SandboxError:
+            return None
+        finally:
+            box.close()
+
+    return startup.ruby_prelude(runtime, probe)
+
+
+#: limits of the one probe of an interpreter's own settings (startup.py)
+PROBE_LIMITS = Limits(
+    cpu_s=30, wall_s=60, memory_mb=512, output_bytes=1 * MB, processes=16, open_files=256
+)
 
 
 def _build_header(
@@ -393,6 +437,7 @@ def _compile_and_run(
     fingerprint: str = "",
     compile_argv: tuple[str, ...] | None = None,
     warm: bool = False,
+    run_argv: tuple[str, ...] | None = None,
 ) -> None:
     workdir = sandbox.workdir
     if runtime.compile is not None and not _compile(
@@ -400,7 +445,7 @@ def _compile_and_run(
     ):
         return
     env = default_env(workdir) | runtime.run_env
-    argv = runtime.expand(runtime.run, **values)
+    argv = runtime.expand(run_argv or runtime.run, **values)
     for test in job.tests:
         out = sandbox.run(
             argv,
