@@ -51,8 +51,8 @@ def test_modes_never_share_cache_entries() -> None:
 def test_classic_without_its_command_is_an_error(tmp_path: pytest.TempPathFactory) -> None:
     text = load_registry.__globals__["REGISTRY_PATH"].read_text(encoding="utf-8")
     broken = text.replace(
-        'run = ["{binary}", "main.rb"]',
-        'run = ["{binary}", "main.rb"]\ncompile_classic = ["{binary}", "-c", "main.rb"]',
+        'aliases = ["PHP 8.1"]',
+        'aliases = ["PHP 8.1"]\ncompile_classic = ["{binary}", "-l", "main.php"]',
     )
     assert broken != text
     path = tmp_path / "languages.toml"  # type: ignore[operator]
