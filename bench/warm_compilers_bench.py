@@ -214,8 +214,9 @@ import json, sys, time
 from code_eval_taskpack.execution import Engine, Job, TestCase
 spec = json.load(sys.stdin)
 jobs = [Job(language=spec["language"], source_code=j["source"], id=j["id"],
-            tests=tuple(TestCase(input=t[0], output=(t[1],)) for t in j["tests"]),
-            time_limit_s=2, memory_limit_mb=256) for j in spec["jobs"]]
+            tests=tuple(TestCase(input=t[0], output=tuple(t[1:])) for t in j["tests"]),
+            time_limit_s=j.get("time_limit_s", 2), memory_limit_mb=j.get("memory_limit_mb", 256))
+        for j in spec["jobs"]]
 engine = Engine(workers=spec["workers"])
 t0 = time.perf_counter()
 results = engine.judge_many(jobs)
@@ -227,6 +228,32 @@ json.dump({"wall": wall,
            "warm": sum(1 for c in comp if c.warm),
            "verdicts": {r.id: r.verdict.value for r in results}}, sys.stdout)
 """
+
+
+def equal_workload(lang: str, limit: int | None) -> list[dict[str, Any]]:
+    """The judge-speed bench's equal-weight programs of `lang` (bench/workload/equal.jsonl, 106
+    distinct programs, judged on their problems' sample tests and limits)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import judge_workload as jw
+
+    programs = [
+        p
+        for p in jw.read_jsonl(ROOT / "bench" / "workload" / "equal.jsonl")
+        if p["lang_cluster"] == lang
+    ]
+    jobs = []
+    for j in jw.jobs_for(programs[:limit] if limit else programs):
+        tests = [[t["input"], *t["output"]] for t in j["tests"]]
+        jobs.append(
+            {
+                "id": j["id"],
+                "source": j["source_code"],
+                "tests": tests,
+                "time_limit_s": j["time_limit_s"],
+                "memory_limit_mb": j["memory_limit_mb"],
+            }
+        )
+    return jobs
 
 
 def run_batch(lang: str, jobs: list[dict[str, Any]], workers: int, warm: bool) -> dict[str, Any]:
@@ -254,6 +281,12 @@ def main() -> int:
     ap.add_argument("--workers", default="", help="comma-separated worker counts (default 1,2)")
     ap.add_argument("--repeat", type=int, default=1, help="alternate cold/warm N times")
     ap.add_argument("--json", default="", help="write the raw figures here")
+    ap.add_argument(
+        "--workload",
+        choices=("generated", "equal"),
+        default="generated",
+        help="equal: the Java/Kotlin programs of bench/workload/equal.jsonl (needs shared data)",
+    )
     args = ap.parse_args()
     langs = [x for x in ("Java", "Kotlin") if not args.only or x in args.only.split(",")]
     workers = [int(w) for w in args.workers.split(",") if w] or ([2] if args.quick else [1, 2])
@@ -268,7 +301,9 @@ def main() -> int:
     raw: list[dict[str, Any]] = []
     ok = True
     for lang in langs:
-        jobs = workload(lang, limit)
+        jobs = (
+            workload(lang, limit) if args.workload == "generated" else equal_workload(lang, limit)
+        )
         for w in workers:
             colds, warms = [], []
             for _ in range(max(1, args.repeat)):

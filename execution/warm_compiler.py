@@ -1,4 +1,4 @@
-"""Warm compilers: one compiler JVM per language and worker, fed programs one by one.
+"""Warm compilers: long-lived compiler JVMs (one per language and process), fed programs in turn.
 
 A cold `javac` pays about 0.5 s and `kotlinc` about 2.5 s of JVM start-up, class loading and
 JIT warm-up per program. Here a compile server (`java/CompileServer.java`) runs the same
