@@ -14,7 +14,7 @@ STAMP := .cache/install.stamp
 TOOLCHAINS_STAMP := .cache/toolchains.stamp
 MYPY_ROOT := .cache/mypy-root
 
-.PHONY: install toolchains test lint pytest demo bench clean tasks-path
+.PHONY: install toolchains test lint pytest demo bench clean tasks-path container-tools image
 
 install: $(STAMP)
 
@@ -51,6 +51,16 @@ test: install
 	@if [ "$${REQUIRE_TOOLCHAINS:-0}" != 0 ]; then $(MAKE) toolchains; fi
 	$(MAKE) lint
 	$(PYTHON) -m pytest -q
+
+# The judge image (execution/README.md, "Judge image"): Docker, debootstrap and gVisor from
+# Debian's packages; the image is built from Debian's archive without any registry
+# (LANGS=C,Python,... builds a subset; skipped when an image of the same request exists).
+container-tools:
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+		docker.io debootstrap runsc
+
+image: container-tools
+	LANGS="$(LANGS)" $(SUDO) container/with-dockerd.sh container/build-image.sh
 
 tasks-path:
 	@$(PYTHON) -m lm_eval_tasks.cli tasks-path
