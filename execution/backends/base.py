@@ -15,7 +15,7 @@ process: validation, the result cache, de-duplication and the worker pool.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
@@ -102,6 +102,23 @@ class Backend(abc.ABC):
         """Whether the runner may compile with a warm compiler on this host
         (`execution/warm_compiler.py`): only where the engine's own sandbox runs the programs."""
         return False
+
+    #: True when `judge_batch` is implemented: `Engine.judge_many` then hands it every job the
+    #: cache cannot answer at once, instead of calling `judge` from its own worker pool
+    supports_batches: bool = False
+
+    def judge_batch(
+        self,
+        items: Sequence[tuple[Job, Runtime]],
+        on_result: Callable[[int, Result], None],
+        *,
+        policy: str = "required",
+        input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+    ) -> None:
+        """Judge validated jobs with available runtimes, calling `on_result(i, result)` as each
+        result arrives (from any thread; the engine stores it in its cache at once and keeps
+        the first answer per `i`). A job left unanswered when this returns is an INFRA_ERROR."""
+        raise NotImplementedError(f"backend {self.name!r} judges one job at a time")
 
     def host_refusal(self, policy: str) -> str:
         """Why this backend cannot judge anything under `policy` at all ("" when it can), from a

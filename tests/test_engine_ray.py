@@ -1,0 +1,140 @@
+"""The Ray backend on a local Ray cluster started by the tests (2 CPUs): verdicts equal the
+local backend's, a worker killed mid-batch loses no job and answers none twice, an interrupted
+run resumes from the cache, and a mixed cluster is reported."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
+from code_eval_taskpack.execution.backends import get_backend
+from code_eval_taskpack.execution.backends.raycluster import RayBackend, merge_node_runtimes
+from tests.conftest import require
+
+ADD = "a, b = map(int, input().split())\nprint(a + b{extra})\n"
+
+
+def _jobs(n: int, sleep: float = 0.05) -> list[Job]:
+    out = []
+    for i in range(n):
+        body = {
+            0: ADD.format(extra=f" + 0 * {i}"),
+            1: ADD.format(extra=f" + 1 + 0 * {i}"),
+            2: f"import sys\nsys.exit({i % 7 + 1})\n",
+            3: f"x = {i}\nwhile True:\n    x += 1\n",
+        }[i % 4]
+        src = f"import time\ntime.sleep({sleep})\n{body}"
+        tests = (TestCase("1 2\n", ("3",)), TestCase("2 2\n", ("4",)))
+        out.append(Job("Python 3", src, tests, time_limit_s=0.2, id=f"job{i}"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[RayBackend]:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        require(False, "Ray is not installed (pip install -e '.[ray]')")
+    backend = get_backend("ray", {"num_cpus": "2"})
+    assert isinstance(backend, RayBackend)
+    assert backend.host_refusal("required") == ""
+    yield backend
+    backend.close()
+
+
+def _task_workers() -> list[int]:
+    """Pids of Ray workers running a judging task right now (Ray names them after the task)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if cmd.startswith(b"ray::judge_chunk"):
+            pids.append(int(entry))
+    return pids
+
+
+def test_verdicts_equal_local_and_results_name_the_node(cluster: RayBackend) -> None:
+    jobs = _jobs(8)
+    engine = Engine(backend=cluster)
+    assert engine.workers == 2  # the cluster's CPUs
+    remote = engine.judge_many(jobs)
+    local = Engine(backend="local").judge_many(jobs)
+    assert [r.id for r in remote] == [j.id for j in jobs]
+    assert [r.verdict for r in remote] == [r.verdict for r in local]
+    assert {r.verdict for r in remote} == {
+        Verdict.PASSED,
+        Verdict.WRONG_ANSWER,
+        Verdict.RUNTIME_ERROR,
+        Verdict.TIME_LIMIT_EXCEEDED,
+    }
+    rt = cluster.resolve("Python 3")
+    assert rt.fingerprint().startswith("ray:") and rt.available
+    for r in remote:
+        assert r.isolation["backend"] == "ray" and r.isolation["node_backend"] == "local"
+        assert r.isolation["node"]["node_id"] and r.isolation["judged_by"].startswith("ray:")
+        assert r.runtime["version"] == rt.version  # the version that judged, from the node
+        assert not r.isolation["missing"]  # the node's sandbox had every layer
+    single = Engine(backend=cluster).judge(jobs[1])
+    assert single.verdict is Verdict.WRONG_ANSWER and single.id == "job1"
+
+
+def test_a_worker_killed_mid_batch_loses_and_repeats_nothing(cluster: RayBackend) -> None:
+    jobs = _jobs(16, sleep=0.3)  # 4 tasks of 4 jobs, 2 at a time
+    killed: list[int] = []
+    lock = threading.Lock()
+
+    def progress(done: int, total: int) -> None:
+        with lock:
+            if done and not killed:
+                for pid in _task_workers()[:1]:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+
+    results = Engine(backend=cluster).judge_many(jobs, progress=progress)
+    assert killed, "no Ray worker was running a judging task to kill"
+    assert [r.id for r in results] == [j.id for j in jobs]
+    local = Engine(backend="local").judge_many(jobs)
+    assert [r.verdict for r in results] == [r.verdict for r in local]
+
+
+def test_an_interrupted_run_resumes_from_the_cache(cluster: RayBackend, tmp_path: Path) -> None:
+    jobs = _jobs(12, sleep=0.01)
+
+    def stop(done: int, total: int) -> None:
+        if done:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Engine(backend=cluster, cache=tmp_path).judge_many(jobs, progress=stop)
+    again = Engine(backend=cluster, cache=tmp_path)
+    results = again.judge_many(jobs)
+    assert 0 < again.judged < len(jobs)  # the first chunk came from the cache
+    assert sum(r.cached for r in results) == len(jobs) - again.judged
+    assert [r.id for r in results] == [j.id for j in jobs]
+
+
+def test_a_mixed_cluster_is_reported(cluster: RayBackend) -> None:
+    """Two nodes reporting different compiler versions: the key joins both, and it says so."""
+    from code_eval_taskpack.execution.backends.raycluster import node_runtime
+    from code_eval_taskpack.execution.languages import resolve
+
+    ray = cluster._ray()
+    here = ray.get(ray.remote(num_cpus=0)(node_runtime).remote("Python 3"))
+    other = {**here, "version": "9.9.9", "fingerprint": here["fingerprint"] + "-other"}
+    rt, mixed = merge_node_runtimes(resolve("Python 3"), [here, other])
+    assert mixed and rt.version == f"{here['version']} / 9.9.9"
+    assert here["fingerprint"] in rt.fingerprint() and "-other" in rt.fingerprint()
+    same, mixed = merge_node_runtimes(resolve("Python 3"), [here, dict(here)])
+    assert not mixed and same.fingerprint() == "ray:" + here["fingerprint"]
+    assert cluster.describe()["mixed_runtimes"] == {}  # this one-node cluster is not mixed
