@@ -1,5 +1,11 @@
 """An ExecEval-compatible HTTP API over the engine (standard library only).
 
+For the remote backend (`execution/backends/remote.py`): `GET /api/info[?language=NAME]` says
+what judges here (engine version, workers, policy, the runtime's fingerprint) and `POST
+/api/judge` takes one whole Job and answers its whole Result (`backends/remote_protocol.py`).
+The server binds to 127.0.0.1 unless given a token (`execution/auth.py`): then every request
+needs it as a bearer token (401 otherwise).
+
 `POST /api/execute_code` takes ExecEval's request `{language, source_code, unittests, limits,
 compile_cmd, compile_flags, execute_cmd, execute_flags, block_network, stop_on_first_fail,
 use_sanitizer}` and answers `{"data": [{input, output, result, exec_outcome, time_consumed,
