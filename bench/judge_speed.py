@@ -223,6 +223,10 @@ def floor_costs(languages: Sequence[str], reps: int = 3) -> dict[str, dict[str, 
             with tempfile.TemporaryDirectory(prefix="floor-") as tmp:
                 values = source_layout(rt, HELLO[lang]) | {"memory_mb": "256"}
                 Path(tmp, values["source"]).write_text(HELLO[lang], encoding="utf-8")
+                # a run argv may load a prelude file (Ruby without RubyGems): an empty one here
+                prelude = Path(tmp, "floor-prelude.rb")
+                prelude.write_text("", encoding="utf-8")
+                values["ruby_prelude"] = str(prelude)
                 env = dict(os.environ, HOME=tmp)
                 start = time.perf_counter()
                 c0 = _children_cpu()

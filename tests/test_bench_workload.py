@@ -140,3 +140,12 @@ def test_judge_speed_help() -> None:
     )
     for word in ("--quick", "--only", "floor", "equal", "sampled", "cache"):
         assert word in proc.stdout
+
+
+def test_floor_runs_the_registry_command_lines_bare() -> None:
+    """The floor fills every placeholder of the registry's argv (e.g. Ruby's prelude)."""
+    for name in ("Ruby", "C"):
+        require_runtime(name)
+    floors = _module("judge_speed").floor_costs(["Ruby", "C"], reps=1)
+    assert set(floors) == {"Ruby", "C"}
+    assert floors["C"]["compile_cpu"] > 0 and all(f["wall"] > 0 for f in floors.values())
