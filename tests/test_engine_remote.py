@@ -474,3 +474,37 @@ def test_cli_backend_options(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_benchmark_settings_reach_the_remote_backend() -> None:
+    """`exec_backend`/`exec_servers` in lm-eval metadata judge xCodeEval programs on a server;
+    an option meant for another backend is refused, not ignored."""
+    from code_eval_taskpack.utils.judging import CaseBuilder
+    from lm_eval_tasks.xcodeeval.judging import ExecSettings, judge, settings_from
+
+    with pytest.raises(ValueError, match="exec_servers"):
+        settings_from({"exec_servers": "http://127.0.0.1:9"})  # exec_backend is local
+    with pytest.raises(ValueError, match="ray_address"):
+        settings_from(
+            {"exec_backend": "remote", "exec_servers": "http://a:1", "ray_address": "auto"}
+        )
+    srv = make_server("127.0.0.1", 0, workers=1)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        settings = settings_from(
+            {"exec_backend": "remote", "exec_servers": url, "xcodeeval_exec_cache": "none"}
+        )
+        assert ExecSettings.thaw(settings.freeze()) == settings
+        assert settings.backend_options() == {"servers": url}
+        tests = CaseBuilder()([{"input": "1 2\n", "output": ["3"]}])
+        progs = [
+            settings.program("Python 3", ADD.format(extra=e), tests, 2.0, 256, key=k)
+            for e, k in (("", "good"), (" + 1", "bad"))
+        ]
+        records = judge(progs, settings, progress=lambda done, total: None)
+        assert [r["verdict"] for r in records] == ["PASSED", "WRONG_ANSWER"]
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -80,6 +80,7 @@ def judge_programs(
     comparator: str,
     label: str,
     backend: str = "local",
+    backend_options: Mapping[str, str] | None = None,
     limits_note: str = "",
     progress: Callable[..., Any] | None = None,
     logger: logging.Logger | None = None,
@@ -91,9 +92,15 @@ def judge_programs(
     if not programs:
         return []
     from code_eval_taskpack.execution import Engine
+    from code_eval_taskpack.execution.backends import get_backend
 
     jobs = list(programs)
-    engine = Engine(workers=workers, cache=cache, comparator=comparator, backend=backend)
+    engine = Engine(
+        workers=workers,
+        cache=cache,
+        comparator=comparator,
+        backend=get_backend(backend, backend_options),
+    )
     bar = None
     if progress is None:
         from code_eval_taskpack.execution.progress import Progress

@@ -44,6 +44,25 @@ class ExecSettings(Frozen):
     workers: int | None = None
     cache: str | None = "default"  # "default": the engine's cache dir; None: no cache; else a dir
     exec_backend: str = "local"  # the engine backend programs run on (execution.backends)
+    exec_servers: str | None = None  # remote: judge server URLs
+    exec_token_file: str | None = None  # remote: bearer token file
+    ray_address: str | None = None  # ray: the cluster
+
+    def backend_options(self) -> dict[str, str]:
+        """The options of `exec_backend` (`get_backend(name, options)`); one meant for another
+        backend is a ValueError, never silently ignored."""
+        out = {}
+        for setting, option, backend in xs.BACKEND_OPTION_SETTINGS:
+            value = getattr(self, setting.key)
+            if value is None:
+                continue
+            if backend != self.exec_backend:
+                raise ValueError(
+                    f"setting {setting.key!r} applies to exec_backend {backend!r}, "
+                    f"not {self.exec_backend!r}"
+                )
+            out[option] = str(value)
+        return out
 
     @property
     def comparator(self) -> str:
@@ -88,16 +107,20 @@ def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:
     or `none` to judge everything afresh) and `exec_backend` from metadata or the environment."""
     from code_eval_taskpack.execution.backends import get_backend
 
+    options = tuple(s for s, _, _ in xs.BACKEND_OPTION_SETTINGS)
     values = parse_settings(
-        (xs.EXECEVAL_COMPAT, xs.WORKERS, xs.EXEC_CACHE, xs.EXEC_BACKEND), kwargs
+        (xs.EXECEVAL_COMPAT, xs.WORKERS, xs.EXEC_CACHE, xs.EXEC_BACKEND, *options), kwargs
     )
-    get_backend(values[xs.EXEC_BACKEND.key])  # an unknown name fails here, naming the known ones
-    return ExecSettings(
+    settings = ExecSettings(
         values[xs.EXECEVAL_COMPAT.key],
         values[xs.WORKERS.key],
         values[xs.EXEC_CACHE.key],
         values[xs.EXEC_BACKEND.key],
+        *(values[s.key] for s in options),
     )
+    # an unknown name or a bad option fails here, naming what is accepted
+    get_backend(settings.exec_backend, settings.backend_options())
+    return settings
 
 
 def judge(
@@ -114,6 +137,7 @@ def judge(
         cache=settings.engine_cache(),
         comparator=settings.comparator,
         backend=settings.exec_backend,
+        backend_options=settings.backend_options(),
         label=label,
         limits_note=(
             f"ExecEval limits {EXECEVAL_TIME_LIMIT_S:g} s x runtime factor, {EXECEVAL_MEMORY_MB} MB"

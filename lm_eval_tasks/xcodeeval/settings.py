@@ -67,4 +67,43 @@ EXEC_BACKEND = Setting(
     env="CODE_EVAL_EXEC_BACKEND",
 )
 
-SETTINGS = (DATA_DIR, SPLIT, SAMPLE_TESTS, EXECEVAL_COMPAT, WORKERS, EXEC_CACHE, EXEC_BACKEND)
+EXEC_SERVERS = Setting(
+    "exec_servers",
+    "text",
+    None,
+    "judge servers of `exec_backend: remote`, comma-separated URLs",
+    env="CODE_EVAL_EXEC_SERVERS",
+)
+EXEC_TOKEN_FILE = Setting(
+    "exec_token_file",
+    "text",
+    None,
+    "bearer token file sent to the judge servers (`exec_backend: remote`)",
+    env="CODE_EVAL_EXEC_TOKEN_FILE",
+)
+RAY_ADDRESS = Setting(
+    "ray_address",
+    "text",
+    None,
+    "Ray cluster of `exec_backend: ray` (`auto` or HOST:PORT; default: a local one)",
+    env="CODE_EVAL_RAY_ADDRESS",
+)
+#: backend option setting -> (the option's name in `get_backend`, the backend that reads it)
+BACKEND_OPTION_SETTINGS = (
+    (EXEC_SERVERS, "servers", "remote"),
+    (EXEC_TOKEN_FILE, "token_file", "remote"),
+    (RAY_ADDRESS, "address", "ray"),
+)
+
+SETTINGS = (
+    DATA_DIR,
+    SPLIT,
+    SAMPLE_TESTS,
+    EXECEVAL_COMPAT,
+    WORKERS,
+    EXEC_CACHE,
+    EXEC_BACKEND,
+    EXEC_SERVERS,
+    EXEC_TOKEN_FILE,
+    RAY_ADDRESS,
+)
