@@ -508,3 +508,14 @@ def test_benchmark_settings_reach_the_remote_backend() -> None:
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_the_wire_format_covers_every_result_field() -> None:
+    """A field added to the results must be added to the checked wire format too."""
+    import dataclasses
+
+    from code_eval_taskpack.execution.backends import remote_protocol as rp
+    from code_eval_taskpack.execution.types import CompileResult, TestResult
+
+    assert set(rp._COMPILE_FIELDS) == {f.name for f in dataclasses.fields(CompileResult)}
+    assert set(rp._TEST_FIELDS) == {f.name for f in dataclasses.fields(TestResult)}

@@ -127,6 +127,8 @@ _COMPILE_FIELDS: dict[str, tuple[type, ...]] = {
     "stderr": (str,),
     "cached": (bool,),
     "detail": (str,),
+    "warm": (bool,),
+    "wall_s": (int, float, type(None)),
 }
 _RESULT_FIELDS = ("id", "verdict", "tests", "compile", "isolation", "runtime", "detail", "cached")
 

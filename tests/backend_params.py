@@ -1,0 +1,57 @@
+"""The backends the shared parity suite runs through: name -> a context manager yielding the
+backend (and stopping what it started). A backend joins the suite by adding one entry here."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+
+from code_eval_taskpack.execution.backends import Backend, get_backend
+from code_eval_taskpack.execution.backends.remote import RemoteBackend
+from code_eval_taskpack.execution.server import make_server
+from tests.conftest import require
+
+
+@contextlib.contextmanager
+def _local() -> Iterator[Backend]:
+    yield get_backend("local")
+
+
+@contextlib.contextmanager
+def _remote() -> Iterator[Backend]:
+    """Two of our judge servers on loopback ports."""
+    servers = [make_server("127.0.0.1", 0, workers=1) for _ in range(2)]
+    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers]
+    for t in threads:
+        t.start()
+    try:
+        urls = ",".join(f"http://127.0.0.1:{s.server_address[1]}" for s in servers)
+        yield RemoteBackend(servers=urls)
+    finally:
+        for s in servers:
+            s.shutdown()
+            s.server_close()
+
+
+@contextlib.contextmanager
+def _ray() -> Iterator[Backend]:
+    """A local Ray cluster of 2 CPUs."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        require(False, "Ray is not installed (pip install -e '.[ray]')")
+    backend = get_backend("ray", {"num_cpus": "2"})
+    try:
+        yield backend
+    finally:
+        close = getattr(backend, "close", None)
+        if close is not None:
+            close()
+
+
+BACKENDS: dict[str, Callable[[], contextlib.AbstractContextManager[Backend]]] = {
+    "local": _local,
+    "remote": _remote,
+    "ray": _ray,
+}

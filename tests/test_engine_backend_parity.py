@@ -1,0 +1,89 @@
+"""One verdict table and a few hostile programs, judged by every backend of
+`tests/backend_params.py`: each verdict must equal the local backend's (same toolchains here)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
+from code_eval_taskpack.execution.backends import Backend
+from tests.backend_params import BACKENDS
+from tests.conftest import require_runtime
+from tests.engine_programs import COMPILE_ERROR, LUCKY, LUCKY_EXTRA_TESTS, wrong
+
+LUCKY_TESTS = tuple(TestCase(i, (o,)) for i, o in [("2\n", "6"), *LUCKY_EXTRA_TESTS])
+
+# (id, language, source, time limit s, memory MB, the verdict the local backend must give)
+TABLE: list[tuple[str, str, str, float, int, Verdict]] = [
+    ("c-ok", "C", LUCKY["C"], 1.0, 64, Verdict.PASSED),
+    ("c-wrong", "C", wrong("C"), 1.0, 64, Verdict.WRONG_ANSWER),
+    ("c-compile", "C", COMPILE_ERROR["C"], 1.0, 64, Verdict.COMPILATION_ERROR),
+    ("c-segv", "C", "int main(void) { int *p = 0; return *p; }\n", 1.0, 64, Verdict.RUNTIME_ERROR),
+    ("py-ok", "Python 3", LUCKY["Python"], 1.0, 64, Verdict.PASSED),
+    ("py-wrong", "Python 3", wrong("Python"), 1.0, 64, Verdict.WRONG_ANSWER),
+    ("py-exit", "Python 3", "raise SystemExit(3)\n", 1.0, 64, Verdict.RUNTIME_ERROR),
+    ("py-spin", "Python 3", "while True:\n    pass\n", 0.2, 64, Verdict.TIME_LIMIT_EXCEEDED),
+    # hostile: memory, output flood, sleeping forever, network, files outside the work dir
+    ("py-memory", "Python 3", "x = bytearray(512 << 20)\n", 1.0, 64, Verdict.MEMORY_LIMIT_EXCEEDED),
+    (
+        "py-flood",
+        "Python 3",
+        "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n",
+        2.0,
+        64,
+        Verdict.OUTPUT_LIMIT_EXCEEDED,
+    ),
+    ("py-sleep", "Python 3", "import time\ntime.sleep(60)\n", 0.2, 64, Verdict.TIME_LIMIT_EXCEEDED),
+    (
+        "py-network",
+        "Python 3",
+        "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=2)\nprint(6)\n",
+        1.0,
+        64,
+        Verdict.RUNTIME_ERROR,
+    ),
+    (
+        "py-files",
+        "Python 3",
+        "import os\nprint(len(os.listdir('/home')) + len(os.listdir('/tmp')) + 6)\n",
+        1.0,
+        64,
+        Verdict.RUNTIME_ERROR,  # /home is not in the sandbox's view
+    ),
+]
+
+
+def _jobs() -> list[Job]:
+    return [
+        Job(lang, src, LUCKY_TESTS, time_limit_s=t, memory_limit_mb=m, id=jid)
+        for jid, lang, src, t, m, _ in TABLE
+    ]
+
+
+@pytest.fixture(scope="module", params=sorted(BACKENDS))
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    with BACKENDS[request.param]() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def local_results() -> dict[str, Verdict]:
+    require_runtime("C")
+    results = Engine(backend="local").judge_many(_jobs())
+    return {r.id: r.verdict for r in results}
+
+
+def test_the_table_is_what_the_local_backend_says(local_results: dict[str, Verdict]) -> None:
+    assert local_results == {jid: v for jid, *_, v in TABLE}
+
+
+def test_every_backend_gives_the_local_verdicts(
+    backend: Backend, local_results: dict[str, Verdict]
+) -> None:
+    results = Engine(backend=backend).judge_many(_jobs())
+    assert [r.id for r in results] == [j.id for j in _jobs()]
+    assert {r.id: r.verdict for r in results} == local_results
+    for r in results:
+        assert r.isolation["backend"] == backend.name
