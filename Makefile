@@ -101,5 +101,6 @@ bench: install
 	$(PYTHON) bench/engine_bench.py
 	$(PYTHON) bench/server_bench.py
 	$(PYTHON) bench/rootless_bench.py
+	$(PYTHON) bench/backend_scaling_bench.py
 	$(PYTHON) bench/native_speed.py --quick
 	$(PYTHON) bench/warm_compilers_bench.py --quick
