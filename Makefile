@@ -47,10 +47,16 @@ lint: install
 pytest: install
 	$(PYTHON) -m pytest -q
 
+# CI (REQUIRE_TOOLCHAINS=1) also builds a judge image of C and Python and runs the tests with a
+# Docker daemon answering (container/with-dockerd.sh starts one and stops it afterwards)
+CI_IMAGE_LANGS ?= C,Python
+
 test: install
-	@if [ "$${REQUIRE_TOOLCHAINS:-0}" != 0 ]; then $(MAKE) toolchains; fi
+	@if [ "$${REQUIRE_TOOLCHAINS:-0}" != 0 ]; then $(MAKE) toolchains container-tools && \
+		LANGS="$(CI_IMAGE_LANGS)" container/with-dockerd.sh container/build-image.sh; fi
 	$(MAKE) lint
-	$(PYTHON) -m pytest -q
+	@if [ "$${REQUIRE_TOOLCHAINS:-0}" != 0 ]; then container/with-dockerd.sh $(PYTHON) -m pytest -q; \
+		else $(PYTHON) -m pytest -q; fi
 
 # The judge image (execution/README.md, "Judge image"): Docker, debootstrap and gVisor from
 # Debian's packages; the image is built from Debian's archive without any registry

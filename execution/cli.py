@@ -52,6 +52,20 @@ BACKEND_OPTIONS: tuple[BackendOption, ...] = (
         "bearer token sent to the judge servers (serve: the token clients must send)",
     ),
     BackendOption(
+        "--image",
+        "image",
+        ("container",),
+        "NAME:TAG",
+        "judge image of --backend container (default code-eval-judge:latest, `make image`)",
+    ),
+    BackendOption(
+        "--container-runtime",
+        "runtime",
+        ("container",),
+        "runc|runsc",
+        "OCI runtime of the judge containers (runsc: gVisor, when installed)",
+    ),
+    BackendOption(
         "--ray-address",
         "address",
         ("ray",),

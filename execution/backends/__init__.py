@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from ..backends.base import Backend, Session
+from ..backends.container import ContainerBackend
 from ..backends.local import LocalBackend
 from ..backends.raycluster import RayBackend
 from ..backends.remote import RemoteBackend
@@ -20,6 +21,7 @@ _registry: dict[str, Callable[..., Backend]] = {
     "local": LocalBackend,
     "remote": RemoteBackend,
     "ray": RayBackend,
+    "container": ContainerBackend,
 }
 _instances: dict[tuple[str, tuple[tuple[str, str], ...]], Backend] = {}
 _lock = threading.Lock()

@@ -1,0 +1,78 @@
+"""The judge agent inside a container: JSON lines in, JSON lines out, one job at a time.
+
+Each request `{"job": {...}, "policy": "required"}` is judged with the local backend (the same
+runner and sandbox as on a host) and answered `{"result": {...}}`; a request it cannot read is
+answered `{"error": "..."}`. The container (see backends/container.py) is the outer boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from .backends import get_backend
+from .limits import RunOverrides
+from .types import Job, TestCase
+
+
+def job_from_dict(raw: dict[str, Any]) -> Job:
+    """The inverse of `job_to_dict`."""
+    ov = raw.get("overrides")
+    return Job(
+        language=str(raw["language"]),
+        source_code=str(raw["source_code"]),
+        tests=tuple(TestCase.from_dict(t) for t in raw.get("tests", [])),
+        time_limit_s=float(raw.get("time_limit_s", 2.0)),
+        memory_limit_mb=int(raw.get("memory_limit_mb", 256)),
+        stop_on_first_fail=bool(raw.get("stop_on_first_fail", True)),
+        comparator=str(raw.get("comparator", "default")),
+        id=str(raw.get("id", "")),
+        overrides=RunOverrides(**ov) if ov else None,
+    )
+
+
+def job_to_dict(job: Job) -> dict[str, Any]:
+    return {
+        "language": job.language,
+        "source_code": job.source_code,
+        "tests": [t.to_dict() for t in job.tests],
+        "time_limit_s": job.time_limit_s,
+        "memory_limit_mb": job.memory_limit_mb,
+        "stop_on_first_fail": job.stop_on_first_fail,
+        "comparator": job.comparator,
+        "id": job.id,
+        "overrides": job.overrides.to_dict() if job.overrides else None,
+    }
+
+
+def handle(line: str) -> dict[str, Any]:
+    try:
+        req = json.loads(line)
+        job = job_from_dict(req["job"])
+        policy = str(req.get("policy", "required"))
+    except (ValueError, KeyError, TypeError) as exc:
+        return {"error": f"bad request: {exc}"}
+    local = get_backend("local")
+    runtime = local.resolve(job.language)
+    if not runtime.available:
+        return {"error": f"runtime {runtime.name} unavailable in the image: {runtime.reason}"}
+    result = local.judge(job, runtime, policy=policy)
+    return {"result": result.to_dict()}
+
+
+def main() -> int:
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            answer = handle(line)
+        except Exception as exc:  # an engine failure: the caller turns it into INFRA_ERROR
+            answer = {"error": f"agent: {type(exc).__name__}: {exc}"}
+        print(json.dumps(answer), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""The container backend: warm Docker containers of the judge image, one per worker thread, each
+running `execution.agent` (the local runner and sandbox) as an unprivileged user.
+
+Each container: no network, no new privileges, read-only root, all capabilities dropped, a tmpfs
+work area, pids and memory ceilings, uid 10001, the seccomp profile of `seccomp_profile.py`
+(user namespaces allowed, so the launcher builds its rootless sandbox inside, with the
+whole-sandbox CPU and memory accounting), this package bind-mounted read-only. A container that
+dies or answers garbage is removed and its job is an INFRA_ERROR (never a verdict).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
+from ..isolation import REQUIRED_LAYERS
+from ..languages import Runtime
+from ..sandbox import SandboxError
+from ..types import Job, Result
+from .base import Backend, Session
+from .seccomp_profile import write_profile
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+UID = 10001
+
+
+class _Container:
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        hello = self._readline()
+        if json.loads(hello or b"{}").get("ready") is not True:
+            err = (
+                self.proc.stderr.read().decode(errors="replace")[-600:] if self.proc.stderr else ""
+            )
+            self.kill()
+            raise SandboxError(f"judge container did not start: {err or hello!r}")
+
+    def _readline(self) -> bytes:
+        out: IO[bytes] | None = self.proc.stdout
+        return out.readline() if out else b""
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self.proc.stdin.flush()
+            line = self._readline()
+            answer = json.loads(line)
+        except (OSError, ValueError) as exc:
+            self.kill()
+            raise SandboxError(f"judge container died: {exc}") from exc
+        if not isinstance(answer, dict):
+            self.kill()
+            raise SandboxError(f"judge container answered {line[:200]!r}")
+        return answer
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+class ContainerBackend(Backend):
+    """Programs judged by the agent in warm containers of the judge image."""
+
+    name = "container"
+    required_layers = REQUIRED_LAYERS
+
+    def __init__(
+        self,
+        image: str = "code-eval-judge:latest",
+        runtime: str = "runc",
+        docker: str = "/usr/bin/docker",
+        memory_mb: str = "4096",
+        pids: str = "512",
+        work_mb: str = "1024",
+    ) -> None:
+        if runtime not in ("runc", "runsc"):
+            raise ValueError(f"container runtime must be runc or runsc, not {runtime!r}")
+        self.image, self.runtime, self.docker = image, runtime, docker
+        self.memory_mb, self.pids, self.work_mb = int(memory_mb), int(pids), int(work_mb)
+        self._idle: queue.SimpleQueue[_Container] = queue.SimpleQueue()
+        self._all: list[_Container] = []
+        self._lock = threading.Lock()
+        self._image_id = ""
+        self._profile_dir = tempfile.TemporaryDirectory(prefix="code-eval-seccomp-")
+
+    def image_id(self) -> str:
+        """The image's content ID (recorded in every result); SandboxError when absent."""
+        if not self._image_id:
+            proc = subprocess.run(
+                [self.docker, "image", "inspect", "-f", "{{.Id}}", self.image],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            if proc.returncode != 0:
+                raise SandboxError(f"judge image {self.image}: {proc.stderr.strip()[-300:]}")
+            self._image_id = proc.stdout.strip()
+        return self._image_id
+
+    def argv(self) -> list[str]:
+        profile = write_profile(Path(self._profile_dir.name) / "seccomp.json")
+        return [
+            self.docker, "run", "-i", "--rm", "--runtime", self.runtime,
+            "--network", "none", "--cap-drop", "ALL", "--read-only",
+            "--security-opt", "no-new-privileges",
+            "--security-opt", f"seccomp={profile}",
+            # Docker's masked /proc paths forbid the launcher's own /proc mount
+            "--security-opt", "systempaths=unconfined",
+            "--user", f"{UID}:{UID}", "--pids-limit", str(self.pids),
+            "--memory", f"{self.memory_mb}m", "--memory-swap", f"{self.memory_mb}m",
+            "--tmpfs", f"/work:rw,exec,nosuid,size={self.work_mb}m,uid={UID},gid={UID},mode=0700",
+            "--tmpfs", f"/tmp:rw,exec,nosuid,size=64m,uid={UID},gid={UID},mode=0700",
+            "-v", f"{PACKAGE_DIR}:/opt/code-eval/code_eval_taskpack/execution:ro",
+            "-e", "HOME=/work", "-e", "CODE_EVAL_CACHE=/work/.cache",
+            "-e", "PYTHONPATH=/opt/code-eval", "-w", "/work",
+            self.image_id(), "python3", "-m", "code_eval_taskpack.execution.agent",
+        ]  # fmt: skip
+
+    def _acquire(self) -> _Container:
+        try:
+            while True:
+                c = self._idle.get_nowait()
+                if c.alive():
+                    return c
+        except queue.Empty:
+            pass
+        c = _Container(self.argv())
+        with self._lock:
+            self._all.append(c)
+        return c
+
+    def _open(self, files, purposes, policy, ro_paths) -> Session:  # type: ignore[no-untyped-def]
+        raise SandboxError("the container backend judges whole programs (judge), not sessions")
+
+    def host_refusal(self, policy: str) -> str:
+        super().host_refusal(policy)
+        try:
+            self.image_id()
+        except (SandboxError, OSError, subprocess.SubprocessError) as exc:
+            return f"container backend unavailable: {exc}"
+        return ""
+
+    def judge(
+        self,
+        job: Job,
+        runtime: Runtime,
+        *,
+        compiled: Any = None,
+        policy: str = "required",
+        input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+    ) -> Result:
+        from ..agent import job_to_dict
+
+        c = self._acquire()
+        answer = c.ask({"job": job_to_dict(job), "policy": policy})
+        if c.alive():
+            self._idle.put(c)
+        if "result" not in answer:
+            raise SandboxError(f"judge container: {answer.get('error', answer)}")
+        result = Result.from_dict(answer["result"])
+        result.isolation["backend"] = self.name
+        result.isolation["container"] = {"image": self.image_id(), "runtime": self.runtime}
+        return result
+
+    def identity(self) -> str:
+        return f"container:{self.image_id()[:19]}:{self.runtime}"
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "image": self.image_id(), "runtime": self.runtime}
+
+    def close(self) -> None:
+        """Stop every warm container."""
+        with self._lock:
+            for c in self._all:
+                c.kill()
+            self._all.clear()

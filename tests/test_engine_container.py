@@ -1,0 +1,125 @@
+"""The container backend for real: warm containers of the judge image (`make image`), verdicts
+equal to the local backend's, hardening in effect, nothing of one program visible to the next,
+and a dead container is an INFRA_ERROR. Skipped without a Docker daemon and the image unless
+REQUIRE_TOOLCHAINS=1 (CI builds an image of C and Python, see the Makefile)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
+from code_eval_taskpack.execution.backends.container import ContainerBackend
+from tests.conftest import require
+from tests.engine_programs import HELLO, LUCKY, describe, wrong
+
+DOCKER = "/usr/bin/docker"
+LANGS = ("C", "Python")  # the languages of the CI image
+
+
+def _image_ready() -> str:
+    try:
+        proc = subprocess.run(
+            [DOCKER, "image", "inspect", "code-eval-judge:latest"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"docker unusable: {exc}"
+    return "" if proc.returncode == 0 else f"no judge image (make image): {proc.stderr.strip()}"
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[ContainerBackend]:
+    why = _image_ready()
+    require(not why, why)
+    b = ContainerBackend()
+    yield b
+    b.close()
+
+
+def _job(lang: str, src: str, tests: list[tuple[str, str]], **kw: object) -> Job:
+    return Job(
+        language=lang,
+        source_code=src,
+        tests=tuple(TestCase(i, (o,)) for i, o in tests),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_verdicts_equal_local(backend: ContainerBackend, lang: str) -> None:
+    jobs = [
+        _job(lang, HELLO[lang], [("", "Hello, World!")]),
+        _job(lang, LUCKY[lang], [("2\n", "6"), ("55\n", "72057594037927934")]),
+        _job(lang, wrong(lang), [("2\n", "6")]),
+    ]
+    local = Engine(workers=1, backend="local")
+    cont = Engine(workers=1, backend=backend, cache=None)
+    for job in jobs:
+        r_local, r_cont = local.judge(job), cont.judge(job)
+        assert r_cont.verdict == r_local.verdict, describe(r_cont)
+        assert r_cont.verdict is not Verdict.INFRA_ERROR, describe(r_cont)
+        assert r_cont.isolation["container"]["image"] == backend.image_id()
+        assert r_cont.isolation["backend"] == "container"
+
+
+def test_hostile_programs(backend: ContainerBackend) -> None:
+    eng = Engine(workers=1, backend=backend, cache=None)
+    leave = "open('/tmp/left', 'w').write('x'); open('left', 'w').write('x'); print('ok')\n"
+    look = (
+        "import os\nprint(os.path.exists('/tmp/left') or os.path.exists('left')"
+        " or os.path.exists('/work/left'))\n"
+    )
+    assert eng.judge(_job("Python", leave, [("", "ok")])).verdict is Verdict.PASSED
+    r = eng.judge(_job("Python", look, [("", "False")]))
+    assert r.verdict is Verdict.PASSED, describe(r)
+    net = "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=2)\n"
+    assert eng.judge(_job("Python", net, [("", "")])).verdict is Verdict.RUNTIME_ERROR
+    fork = "import os\nwhile True:\n    os.fork()\n"
+    r = eng.judge(_job("Python", fork, [("", "")], time_limit_s=1.0))
+    assert r.verdict in (Verdict.RUNTIME_ERROR, Verdict.TIME_LIMIT_EXCEEDED), describe(r)
+    hog = "x = bytearray(512 * 1024 * 1024)\nprint(len(x))\n"
+    r = eng.judge(_job("Python", hog, [("", "")], memory_limit_mb=64))
+    # rootless inside the container the memory ceiling is the sandbox's sampled accounting, so a
+    # runtime that aborts on its own allocation failure first is a RUNTIME_ERROR (locally, as
+    # root, the cgroup's OOM kill makes it MEMORY_LIMIT_EXCEEDED): see execution/README.md
+    assert r.verdict in (Verdict.MEMORY_LIMIT_EXCEEDED, Verdict.RUNTIME_ERROR), describe(r)
+
+
+def test_hardening_in_effect(backend: ContainerBackend) -> None:
+    c = backend._acquire()
+    try:
+        ids = subprocess.run(
+            [DOCKER, "ps", "-q", "--no-trunc", "--filter", f"ancestor={backend.image_id()}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        assert ids
+        info = json.loads(subprocess.check_output([DOCKER, "inspect", ids[0]]))[0]
+        host = info["HostConfig"]
+        assert host["NetworkMode"] == "none" and host["ReadonlyRootfs"] is True
+        assert host["CapDrop"] == ["ALL"] and host["Privileged"] is False
+        assert "no-new-privileges" in host["SecurityOpt"]
+        assert host["PidsLimit"] == backend.pids and host["Memory"] == backend.memory_mb << 20
+        assert info["Config"]["User"] == "10001:10001"
+    finally:
+        backend._idle.put(c)
+
+
+def test_dead_container_is_infra_error(backend: ContainerBackend) -> None:
+    c = backend._acquire()
+    c.kill()
+    backend._idle.put(c)  # a dead one is skipped: the next job gets a fresh container
+    eng = Engine(workers=1, backend=backend, cache=None)
+    assert eng.judge(_job("Python", HELLO["Python"], [("", "Hello, World!")])).passed
+    c = backend._acquire()
+    c.proc.stdout.close()  # type: ignore[union-attr]
+    backend._idle.put(c)
+    r = eng.judge(_job("Python", HELLO["Python"], [("", "Hello, World!")]))
+    assert r.verdict is Verdict.INFRA_ERROR, describe(r)
