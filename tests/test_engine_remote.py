@@ -519,3 +519,13 @@ def test_the_wire_format_covers_every_result_field() -> None:
 
     assert set(rp._COMPILE_FIELDS) == {f.name for f in dataclasses.fields(CompileResult)}
     assert set(rp._TEST_FIELDS) == {f.name for f in dataclasses.fields(TestResult)}
+
+
+def test_the_infilling_benchmark_refuses_engine_backends() -> None:
+    """Its repository tests never run on an engine backend: asking for one is an error."""
+    from lm_eval_tasks.code_infilling.grading import GradingSettings
+
+    for name in ("remote", "ray"):
+        with pytest.raises(ValueError, match="infilling benchmark"):
+            GradingSettings.from_kwargs({"metadata": {"exec_backend": name}})
+    assert GradingSettings.from_kwargs({"exec_backend": "local"}) == GradingSettings.from_kwargs({})

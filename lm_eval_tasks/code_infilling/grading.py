@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from code_eval_taskpack.execution.repo_tests import RepoTestJob, RepoTestOutcome
-from code_eval_taskpack.utils.settings import Frozen, parse_settings, regroup
+from code_eval_taskpack.utils.settings import Frozen, lookup, parse_settings, regroup
 from lm_eval_tasks.code_infilling.settings import GRADING_SETTINGS
 from lm_eval_tasks.code_infilling.stitch import model_patch, stitched_file
 
@@ -54,6 +54,13 @@ class GradingSettings(Frozen):
     def from_kwargs(cls, kwargs: Mapping[str, Any]) -> GradingSettings:
         """Read the declared `sg_infilling_*` keys (plus the short `grader`, `repos_dir`,
         `test_cmd`); each field is its key without the `sg_infilling_` prefix."""
+        backend = lookup(kwargs, "exec_backend", "CODE_EVAL_EXEC_BACKEND")
+        if backend not in (None, "", "local"):
+            raise ValueError(
+                f"exec_backend {backend!r}: the infilling benchmark runs repository tests with its "
+                "own graders (`grader`: local or swebench), not on engine backends; run it "
+                "without exec_backend (or with exec_backend local)"
+            )
         values = parse_settings(GRADING_SETTINGS, kwargs)
         return cls(**{key.removeprefix("sg_infilling_"): v for key, v in values.items()})
 
