@@ -74,6 +74,13 @@ LAUNCHER_SOURCE = Path(__file__).with_name("launcher.c")
 #: rootless accounting: how often the sandbox init samples its pid namespace (NS_SAMPLE_S in
 #: launcher.c)
 NS_SAMPLE_MS = 10
+#: rootless accounting: the least address space above the memory limit a process gets
+#: (RLIMIT_AS backstop). Generous so the sampled total decides MEMORY_LIMIT_EXCEEDED, as the
+#: cgroup does as root, instead of a runtime failing its own allocation first (a MemoryError or
+#: an abort would be a RUNTIME_ERROR rootless and an OOM kill with cgroups: the same program,
+#: two verdicts). Pages must be touched to count, and touching is bounded by memory bandwidth
+#: between two samples, so the overshoot stays what the README's accuracy note says.
+SAMPLED_AS_HEADROOM_MB = 4096
 #: tests only: (launcher stage, purpose), e.g. ("setuid", "run"): every command of that purpose
 #: fails at that stage with EAGAIN, as a real setuid/exec failure would; ("unshare", purpose)
 #: makes the sandbox's start fail. Set, it selects the launcher built with -DTEST_HOOKS (the
@@ -796,7 +803,8 @@ class Sandbox:
         ]
         if sampled:
             # per process (a backstop), and over the whole pid namespace (sampled by init)
-            toks.append(f"Las={(limits.memory_mb + limits.as_headroom_mb) * MB}".encode())
+            headroom = max(limits.as_headroom_mb, SAMPLED_AS_HEADROOM_MB)
+            toks.append(f"Las={(limits.memory_mb + headroom) * MB}".encode())
             toks.append(f"Lnsmem={limits.memory_mb * MB}".encode())
         return b"\0".join(toks) + b"\0"
 

@@ -132,7 +132,20 @@ int main(void) {
 """
 )
 
+#: one allocation twice the limit, then touched: the sampled total, not a failed malloc (which
+#: RLIMIT_AS alone would give), must decide, as the cgroup does as root
+BIG_ALLOCATION = r"""
+#include <stdlib.h>
+int main(void) {
+    volatile char *m = malloc(512 << 20);
+    if (!m) return 3;
+    for (int k = 0; k < 512 << 20; k += 4096) m[k] = 1;
+    return m[4096] == 1 ? 0 : 4;
+}
+"""
+
 CASES: dict[str, tuple[str, str, str]] = {  # id -> (source, stdin, expected verdict)
+    "one_big_allocation": (BIG_ALLOCATION, "", "MEMORY_LIMIT_EXCEEDED"),
     "autoreaped_children_cpu": (AUTOREAPED, "", "TIME_LIMIT_EXCEEDED"),
     "orphan_grandchildren_cpu": (ORPHANS, "", "TIME_LIMIT_EXCEEDED"),
     "six_children_memory": (BALLOONS, "", "MEMORY_LIMIT_EXCEEDED"),
