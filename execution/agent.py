@@ -8,7 +8,9 @@ answered `{"error": "..."}`. The container (see backends/container.py) is the ou
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from .backends import get_backend
@@ -61,8 +63,56 @@ def handle(line: str) -> dict[str, Any]:
     return {"result": result.to_dict()}
 
 
+def _status() -> dict[str, str]:
+    out = {}
+    with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            out[key] = value.strip()
+    return out
+
+
+def _cgroup_ceiling(names: tuple[str, ...]) -> bool:
+    """True when the first readable of the cgroup files `names` holds a finite limit (v2 says
+    `max`, v1 a number near 2**63 when there is none)."""
+    for name in names:
+        try:
+            text = (Path("/sys/fs/cgroup") / name).read_text().strip()
+        except OSError:
+            continue
+        return text.isdigit() and int(text) < 1 << 60
+    return False
+
+
+def container_layers() -> dict[str, bool]:
+    """The container's outer layers (`isolation.CONTAINER_LAYERS`) as seen from inside: the
+    backend trusts this probe, not the flags it passed to `docker run`."""
+    st = _status()
+
+    def caps(key: str) -> int:
+        try:
+            return int(st.get(key, "f"), 16)
+        except ValueError:
+            return -1
+
+    try:
+        interfaces = set(os.listdir("/sys/class/net"))
+    except OSError:
+        interfaces = {"?"}
+    return {
+        "container_no_network": interfaces <= {"lo"},
+        "container_read_only_root": bool(os.statvfs("/").f_flag & os.ST_RDONLY),
+        "container_no_capabilities": caps("CapEff") == 0 and caps("CapBnd") == 0,
+        "container_no_new_privileges": st.get("NoNewPrivs") == "1",
+        "container_seccomp": st.get("Seccomp") == "2",
+        "container_unprivileged_user": os.getuid() != 0 and os.geteuid() != 0,
+        "container_pids_ceiling": _cgroup_ceiling(("pids.max", "pids/pids.max")),
+        "container_memory_ceiling": _cgroup_ceiling(("memory.max", "memory/memory.limit_in_bytes")),
+    }
+
+
 def main() -> int:
-    print(json.dumps({"ready": True}), flush=True)
+    print(json.dumps({"ready": True, "layers": container_layers()}), flush=True)
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -40,6 +40,20 @@ REQUIRED_LAYERS: tuple[str, ...] = tuple(
     layer for layer in LAYERS if layer not in ("unprivileged_uid", "cgroup")
 )
 
+#: the outer layers a judge container adds around the local sandbox (`backends/container.py`),
+#: each probed from inside by the agent at start-up (`agent.container_layers`), not assumed
+#: from the `docker run` flags
+CONTAINER_LAYERS: tuple[str, ...] = (
+    "container_no_network",  # no interface but loopback (--network none)
+    "container_read_only_root",  # the image's root file system mounted read-only
+    "container_no_capabilities",  # effective and bounding capability sets empty
+    "container_no_new_privileges",  # no_new_privs set: no setuid gain
+    "container_seccomp",  # a seccomp filter on the agent (the container's profile)
+    "container_unprivileged_user",  # the agent is not uid 0
+    "container_pids_ceiling",  # the container's pids cgroup has a limit
+    "container_memory_ceiling",  # the container's memory cgroup has a limit
+)
+
 
 def check_policy(policy: str) -> str:
     """`policy` if it is one of ISOLATION_POLICIES, else ValueError naming them."""

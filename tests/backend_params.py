@@ -1,9 +1,11 @@
 """The backends the shared parity suite runs through: name -> a context manager yielding the
-backend (and stopping what it started). A backend joins the suite by adding one entry here."""
+backend (and stopping what it started). A backend joins the suite by adding one entry here; one
+that holds only some languages (a judge image of a subset) says which by a `clusters()` method."""
 
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 
@@ -50,8 +52,40 @@ def _ray() -> Iterator[Backend]:
             close()
 
 
+DOCKER = "/usr/bin/docker"
+
+
+def image_ready() -> str:
+    """Why the container tests cannot run here ("" when a daemon answers and the image exists)."""
+    try:
+        proc = subprocess.run(
+            [DOCKER, "image", "inspect", "code-eval-judge:latest"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"docker unusable: {exc}"
+    return "" if proc.returncode == 0 else f"no judge image (make image): {proc.stderr.strip()}"
+
+
+@contextlib.contextmanager
+def _container() -> Iterator[Backend]:
+    """Warm containers of the judge image (`make image`; CI builds one of C and Python)."""
+    from code_eval_taskpack.execution.backends.container import ContainerBackend
+
+    why = image_ready()
+    require(not why, why)
+    backend = ContainerBackend()
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
 BACKENDS: dict[str, Callable[[], contextlib.AbstractContextManager[Backend]]] = {
     "local": _local,
     "remote": _remote,
     "ray": _ray,
+    "container": _container,
 }

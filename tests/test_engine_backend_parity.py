@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
+from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict, resolve
 from code_eval_taskpack.execution.backends import Backend
 from tests.backend_params import BACKENDS
 from tests.conftest import require_runtime
@@ -79,11 +80,25 @@ def test_the_table_is_what_the_local_backend_says(local_results: dict[str, Verdi
     assert local_results == {jid: v for jid, *_, v in TABLE}
 
 
+def _covered(backend: Backend) -> list[Job]:
+    """The table's jobs in the languages `backend` holds (all, unless it says otherwise)."""
+    clusters = getattr(backend, "clusters", lambda: None)()
+    jobs = _jobs()
+    if clusters is None:
+        return jobs
+    return [j for j in jobs if resolve(j.language).cluster in clusters]
+
+
 def test_every_backend_gives_the_local_verdicts(
     backend: Backend, local_results: dict[str, Verdict]
 ) -> None:
-    results = Engine(backend=backend).judge_many(_jobs())
-    assert [r.id for r in results] == [j.id for j in _jobs()]
-    assert {r.id: r.verdict for r in results} == local_results
+    jobs = _covered(backend)
+    left_out = sorted({j.id for j in _jobs()} - {j.id for j in jobs})
+    if left_out:  # reported, never silent (CI's image holds every language of the table)
+        warnings.warn(f"{backend.name}: rows not in its languages: {left_out}", stacklevel=1)
+    assert jobs, f"{backend.name} holds none of the table's languages"
+    results = Engine(backend=backend).judge_many(jobs)
+    assert [r.id for r in results] == [j.id for j in jobs]
+    assert {r.id: r.verdict for r in results} == {j.id: local_results[j.id] for j in jobs}
     for r in results:
         assert r.isolation["backend"] == backend.name

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
-from ..isolation import REQUIRED_LAYERS
+from ..isolation import CONTAINER_LAYERS, REQUIRED_LAYERS, check_policy, policy_refusal
 from ..languages import Runtime
 from ..sandbox import SandboxError
-from ..types import Job, Result
+from ..types import Job, Result, Verdict
 from .base import Backend, Session
 from .seccomp_profile import write_profile
 
@@ -36,7 +36,17 @@ class _Container:
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
         hello = self._readline()
-        if json.loads(hello or b"{}").get("ready") is not True:
+        try:
+            greeting = json.loads(hello or b"{}")
+        except ValueError:
+            greeting = {}
+        layers = greeting.get("layers") if isinstance(greeting, dict) else None
+        #: the outer layers the agent found in effect (isolation.CONTAINER_LAYERS)
+        self.layers: dict[str, bool] = {
+            name: layers.get(name) is True if isinstance(layers, dict) else False
+            for name in CONTAINER_LAYERS
+        }
+        if not isinstance(greeting, dict) or greeting.get("ready") is not True:
             err = (
                 self.proc.stderr.read().decode(errors="replace")[-600:] if self.proc.stderr else ""
             )
@@ -75,7 +85,8 @@ class ContainerBackend(Backend):
     """Programs judged by the agent in warm containers of the judge image."""
 
     name = "container"
-    required_layers = REQUIRED_LAYERS
+    #: the local sandbox's layers (checked inside by the agent) plus the container's own
+    required_layers = REQUIRED_LAYERS + CONTAINER_LAYERS
 
     def __init__(
         self,
@@ -109,6 +120,21 @@ class ContainerBackend(Backend):
                 raise SandboxError(f"judge image {self.image}: {proc.stderr.strip()[-300:]}")
             self._image_id = proc.stdout.strip()
         return self._image_id
+
+    def clusters(self) -> frozenset[str] | None:
+        """The language clusters the image holds (its `code-eval.langs` label, written by
+        `container/build-image.sh`), None for all of them."""
+        proc = subprocess.run(
+            [self.docker, "image", "inspect", "-f", '{{index .Config.Labels "code-eval.langs"}}',
+             self.image],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )  # fmt: skip
+        label = proc.stdout.strip() if proc.returncode == 0 else ""
+        if label in ("", "all", "<no value>"):
+            return None
+        return frozenset(c.strip() for c in label.split(",") if c.strip())
 
     def argv(self) -> list[str]:
         profile = write_profile(Path(self._profile_dir.name) / "seccomp.json")
@@ -149,9 +175,16 @@ class ContainerBackend(Backend):
         super().host_refusal(policy)
         try:
             self.image_id()
+            c = self._acquire()
         except (SandboxError, OSError, subprocess.SubprocessError) as exc:
             return f"container backend unavailable: {exc}"
-        return ""
+        self._idle.put(c)
+        return self._refusal(policy, c)
+
+    def _refusal(self, policy: str, c: _Container) -> str:
+        """Why `policy` forbids judging in container `c` ("" when it may): under "required"
+        every outer layer must be in effect (the agent checks the sandbox's own inside)."""
+        return policy_refusal(check_policy(policy), CONTAINER_LAYERS, c.layers, self.name)
 
     def judge(
         self,
@@ -165,6 +198,15 @@ class ContainerBackend(Backend):
         from ..agent import job_to_dict
 
         c = self._acquire()
+        refusal = self._refusal(policy, c)
+        if refusal:
+            self._idle.put(c)
+            return Result(
+                verdict=Verdict.INFRA_ERROR,
+                runtime=runtime.info(),
+                detail=f"sandbox could not be built: {refusal}",
+                isolation={"backend": self.name, **c.layers},
+            )
         answer = c.ask({"job": job_to_dict(job), "policy": policy})
         if c.alive():
             self._idle.put(c)
@@ -173,6 +215,7 @@ class ContainerBackend(Backend):
         result = Result.from_dict(answer["result"])
         result.isolation["backend"] = self.name
         result.isolation["container"] = {"image": self.image_id(), "runtime": self.runtime}
+        result.isolation.update(c.layers)
         return result
 
     def identity(self) -> str:

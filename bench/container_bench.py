@@ -1,0 +1,78 @@
+"""The container backend against the local backend on the same jobs, in one run: programs/s at
+1 and 2 workers, and the cost per program and per test that the container adds (from jobs of 1
+and of 8 tests: the per-test cost is the slope, the rest is per program). Needs a Docker daemon
+and the judge image (`make image`); says so and exits 0 without them."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from code_eval_taskpack.execution import Engine, Job, TestCase, resolve
+from code_eval_taskpack.execution.backends.container import ContainerBackend
+
+PYTHON = "a, b = map(int, input().split())\nprint(a + b + 0 * {i})\n"
+C = '#include <stdio.h>\nint main(void) {{ int a, b; scanf("%d %d", &a, &b); printf("%d\\n", a + b + 0 * {i}); return 0; }}\n'
+
+
+def jobs(lang: str, n: int, tests: int, salt: str) -> list[Job]:
+    src = PYTHON if lang == "Python 3" else C
+    cases = tuple(TestCase(f"{k} 1\n", (str(k + 1),)) for k in range(tests))
+    return [Job(lang, src.format(i=f"{i}{salt}"), cases, id=str(i)) for i in range(n)]
+
+
+def seconds(engine: Engine, batch: list[Job]) -> float:
+    start = time.perf_counter()
+    results = engine.judge_many(batch)
+    took = time.perf_counter() - start
+    bad = [r for r in results if not r.passed]
+    if bad:
+        raise SystemExit(f"bench: {len(bad)} jobs failed, e.g. {bad[0].verdict}: {bad[0].detail}")
+    return took
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("-n", type=int, default=16, help="programs per measurement")
+    args = ap.parse_args()
+    container = ContainerBackend()
+    why = container.host_refusal("required")
+    if why:
+        print(f"container bench skipped: {why}")
+        return
+    try:
+        print(f"container vs local backend ({args.n} programs a row, no result cache)")
+        for lang in ("Python 3", "GNU C11"):
+            clusters = container.clusters()
+            if clusters is not None and resolve(lang).cluster not in clusters:
+                print(f"  {lang}: not in the image")
+                continue
+            per: dict[tuple[str, int], float] = {}
+            for workers in (1, 2):
+                for tests in (1, 8):
+                    for name, backend in (("local", "local"), ("container", container)):
+                        eng = Engine(workers=workers, backend=backend, cache=None)
+                        batch = jobs(lang, args.n, tests, f"{name}{workers}{tests}")
+                        per[(name, workers * 100 + tests)] = seconds(eng, batch) / args.n
+            for workers in (1, 2):
+                lo, co = per[("local", workers * 100 + 8)], per[("container", workers * 100 + 8)]
+                print(
+                    f"  {lang}, {workers} worker(s), 8 tests: local {1 / lo:.1f} programs/s, "
+                    f"container {1 / co:.1f} programs/s (x{lo / co:.2f})"
+                )
+            for name in ("local", "container"):
+                t1, t8 = per[(name, 101)], per[(name, 108)]
+                per[(name, 0)] = (t8 - t1) / 7  # per test
+                per[(name, 1)] = t1 - per[(name, 0)]  # per program beyond its tests
+            print(
+                f"  {lang}, 1 worker: per test local {per[('local', 0)] * 1e3:.1f} ms, "
+                f"container {per[('container', 0)] * 1e3:.1f} ms "
+                f"(+{(per[('container', 0)] - per[('local', 0)]) * 1e3:.1f} ms); per program "
+                f"local {per[('local', 1)] * 1e3:.0f} ms, container {per[('container', 1)] * 1e3:.0f} ms"
+            )
+    finally:
+        container.close()
+
+
+if __name__ == "__main__":
+    main()
