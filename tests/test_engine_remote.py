@@ -21,6 +21,7 @@ from code_eval_taskpack.execution.backends import get_backend
 from code_eval_taskpack.execution.backends.remote import RemoteBackend
 from code_eval_taskpack.execution.cli import main as cli_main
 from code_eval_taskpack.execution.server import make_server
+from tests.conftest import require_runtime
 
 ADD = "a, b = map(int, input().split())\nprint(a + b{extra})\n"
 
@@ -529,3 +530,44 @@ def test_the_infilling_benchmark_refuses_engine_backends() -> None:
         with pytest.raises(ValueError, match="infilling benchmark"):
             GradingSettings.from_kwargs({"metadata": {"exec_backend": name}})
     assert GradingSettings.from_kwargs({"exec_backend": "local"}) == GradingSettings.from_kwargs({})
+
+
+@pytest.mark.slow
+def test_lm_eval_run_on_judge_servers_logs_who_judged(tmp_path: Path) -> None:
+    """A real lm-eval run with `exec_backend: remote` in --metadata: the programs are judged by
+    the server and every logged sample names the backend and the server."""
+    from lm_eval_tasks.xcodeeval.hooks import verdict_records
+    from tests import xcodeeval_support as support
+    from tests.lm_fakes import run_cli
+
+    require_runtime("Python")
+    srv = make_server("127.0.0.1", 0, workers=1)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        meta = {
+            "xcodeeval_data_dir": str(support.FIXTURES),
+            "xcodeeval_exec_cache": "none",
+            "exec_backend": "remote",
+            "exec_servers": url,
+        }
+        run = run_cli(
+            "tests.xcodeeval_support:oracle",
+            "xcodeeval_synth_greedy_python",
+            tmp_path / "out",
+            "--confirm_run_unsafe_code",
+            "--apply_chat_template",
+            include_path=support.XCE_DIR,
+            metadata=meta,
+        )
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert run.report["results"]["xcodeeval_synth_greedy_python"]["pass@1,judge"] == 1.0
+    records = [
+        r
+        for s in run.samples("xcodeeval_synth_greedy_python")
+        for r in verdict_records(s["filtered_resps"][0])
+    ]
+    assert len(records) == 2
+    assert all(r["judged_by"] == {"backend": "remote", "judged_by": url} for r in records), records

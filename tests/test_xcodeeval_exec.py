@@ -466,6 +466,7 @@ def test_lm_eval_cli_end_to_end(tmp_path: Path, exec_cache: str) -> None:
     records = [verdict_records(s["filtered_resps"][0]) for s in samples]
     assert [[r["verdict"] for r in rs] for rs in records] == [["PASSED"], ["PASSED"]]
     assert all(rs[0]["tests"] == "hidden" and rs[0]["language"] == "PyPy 3" for rs in records)
+    assert all(rs[0]["judged_by"] == {"backend": "local"} for rs in records)
     # without the confirmation flag lm-eval refuses to run code
     refused = run_cli(
         "tests.xcodeeval_support:oracle",

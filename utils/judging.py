@@ -57,7 +57,20 @@ def result_record(result: Any) -> dict[str, Any]:
         "detail": detail[:500],
         "stderr": stderr[-500:],
         "runtime": {k: result.runtime[k] for k in ("name", "version") if k in result.runtime},
+        "judged_by": judged_by(result.isolation),
     }
+
+
+#: where a backend records who judged a program (`isolation` keys; see execution/backends)
+_JUDGE_PLACES = ("judged_by", "node", "container", "execeval_server")
+
+
+def judged_by(isolation: dict[str, Any]) -> dict[str, Any]:
+    """The backend that judged a program and, beyond one process, the server, node or image:
+    kept in every logged sample so a score says where its verdicts came from."""
+    out: dict[str, Any] = {"backend": isolation.get("backend", "local")}
+    out.update({k: isolation[k] for k in _JUDGE_PLACES if k in isolation})
+    return out
 
 
 def cache_dir(setting: str | None) -> Path | None:

@@ -47,6 +47,8 @@ class ExecSettings(Frozen):
     exec_servers: str | None = None  # remote: judge server URLs
     exec_token_file: str | None = None  # remote: bearer token file
     ray_address: str | None = None  # ray: the cluster
+    exec_image: str | None = None  # container: the judge image
+    exec_container_runtime: str | None = None  # container: runc or runsc
 
     def backend_options(self) -> dict[str, str]:
         """The options of `exec_backend` (`get_backend(name, options)`); one meant for another

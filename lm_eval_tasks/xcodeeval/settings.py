@@ -88,11 +88,27 @@ RAY_ADDRESS = Setting(
     "Ray cluster of `exec_backend: ray` (`auto` or HOST:PORT; default: a local one)",
     env="CODE_EVAL_RAY_ADDRESS",
 )
+EXEC_IMAGE = Setting(
+    "exec_image",
+    "text",
+    None,
+    "judge image of `exec_backend: container` (default `code-eval-judge:latest`, `make image`)",
+    env="CODE_EVAL_EXEC_IMAGE",
+)
+EXEC_CONTAINER_RUNTIME = Setting(
+    "exec_container_runtime",
+    "text",
+    None,
+    "OCI runtime of `exec_backend: container`: `runc` (default) or `runsc` (gVisor)",
+    env="CODE_EVAL_EXEC_CONTAINER_RUNTIME",
+)
 #: backend option setting -> (the option's name in `get_backend`, the backend that reads it)
 BACKEND_OPTION_SETTINGS = (
     (EXEC_SERVERS, "servers", "remote"),
     (EXEC_TOKEN_FILE, "token_file", "remote"),
     (RAY_ADDRESS, "address", "ray"),
+    (EXEC_IMAGE, "image", "container"),
+    (EXEC_CONTAINER_RUNTIME, "runtime", "container"),
 )
 
 SETTINGS = (
@@ -106,4 +122,6 @@ SETTINGS = (
     EXEC_SERVERS,
     EXEC_TOKEN_FILE,
     RAY_ADDRESS,
+    EXEC_IMAGE,
+    EXEC_CONTAINER_RUNTIME,
 )
