@@ -76,7 +76,11 @@ def test_verdict(out: CommandOutcome) -> tuple[Verdict | None, str]:
     if out.error:
         return Verdict.INFRA_ERROR, f"sandbox: {out.error}"
     if out.memory_exceeded:
-        return Verdict.MEMORY_LIMIT_EXCEEDED, "killed by the memory cgroup (OOM)"
+        how = {
+            "cgroup": "killed by the memory cgroup (OOM)",
+            "pid_namespace_sampling": "killed past the sampled memory total of the sandbox",
+        }.get(str(out.isolation.get("memory_enforcement")), "peak memory over the limit")
+        return Verdict.MEMORY_LIMIT_EXCEEDED, how
     if out.timed_out:
         return Verdict.TIME_LIMIT_EXCEEDED, f"{out.timeout_kind or 'cpu'} time limit"
     if out.output_exceeded:

@@ -69,7 +69,9 @@ def test_hostile_programs(backend: ContainerBackend) -> None:
     assert eng.judge(_job("Python", net, [("", "")])).verdict is Verdict.RUNTIME_ERROR
     fork = "import os\nwhile True:\n    os.fork()\n"
     r = eng.judge(_job("Python", fork, [("", "")], time_limit_s=1.0))
-    assert r.verdict in (Verdict.RUNTIME_ERROR, Verdict.TIME_LIMIT_EXCEEDED), describe(r)
+    # which limit a fork bomb meets first is a race (locally too): never a pass nor an escape
+    bounded = (Verdict.RUNTIME_ERROR, Verdict.TIME_LIMIT_EXCEEDED, Verdict.MEMORY_LIMIT_EXCEEDED)
+    assert r.verdict in bounded, describe(r)
     hog = "x = bytearray(512 * 1024 * 1024)\nprint(len(x))\n"
     r = eng.judge(_job("Python", hog, [("", "")], memory_limit_mb=64))
     # rootless inside, the sampled total decides, as the cgroup's OOM kill does locally as root

@@ -150,7 +150,9 @@ class ContainerBackend(Backend):
             "--tmpfs", f"/work:rw,exec,nosuid,size={self.work_mb}m,uid={UID},gid={UID},mode=0700",
             "--tmpfs", f"/tmp:rw,exec,nosuid,size=64m,uid={UID},gid={UID},mode=0700",
             "-v", f"{PACKAGE_DIR}:/opt/code-eval/code_eval_taskpack/execution:ro",
-            "-e", "HOME=/work", "-e", "CODE_EVAL_CACHE=/work/.cache",
+            # the sandboxes' captured output (up to 64 MiB a stream) lives in TMPDIR: the work
+            # area, not the small /tmp, so an output flood is the local OUTPUT_LIMIT_EXCEEDED
+            "-e", "HOME=/work", "-e", "CODE_EVAL_CACHE=/work/.cache", "-e", "TMPDIR=/work",
             "-e", "PYTHONPATH=/opt/code-eval", "-w", "/work",
             self.image_id(), "python3", "-m", "code_eval_taskpack.execution.agent",
         ]  # fmt: skip
