@@ -11,14 +11,15 @@ import time
 from code_eval_taskpack.execution import Engine, Job, TestCase, resolve
 from code_eval_taskpack.execution.backends.container import ContainerBackend
 
-PYTHON = "a, b = map(int, input().split())\nprint(a + b + 0 * {i})\n"
-C = '#include <stdio.h>\nint main(void) {{ int a, b; scanf("%d %d", &a, &b); printf("%d\\n", a + b + 0 * {i}); return 0; }}\n'
+# {tag} makes every source distinct (no cache can serve one program from another)
+PYTHON = "# {tag}\na, b = map(int, input().split())\nprint(a + b)\n"
+C = '/* {tag} */\n#include <stdio.h>\nint main(void) {{ int a, b; scanf("%d %d", &a, &b); printf("%d\\n", a + b); return 0; }}\n'
 
 
 def jobs(lang: str, n: int, tests: int, salt: str) -> list[Job]:
     src = PYTHON if lang == "Python 3" else C
     cases = tuple(TestCase(f"{k} 1\n", (str(k + 1),)) for k in range(tests))
-    return [Job(lang, src.format(i=f"{i}{salt}"), cases, id=str(i)) for i in range(n)]
+    return [Job(lang, src.format(tag=f"{salt}-{i}"), cases, id=str(i)) for i in range(n)]
 
 
 def seconds(engine: Engine, batch: list[Job]) -> float:
@@ -67,7 +68,7 @@ def main() -> None:
             print(
                 f"  {lang}, 1 worker: per test local {per[('local', 0)] * 1e3:.1f} ms, "
                 f"container {per[('container', 0)] * 1e3:.1f} ms "
-                f"(+{(per[('container', 0)] - per[('local', 0)]) * 1e3:.1f} ms); per program "
+                f"({(per[('container', 0)] - per[('local', 0)]) * 1e3:+.1f} ms); per program "
                 f"local {per[('local', 1)] * 1e3:.0f} ms, container {per[('container', 1)] * 1e3:.0f} ms"
             )
     finally:

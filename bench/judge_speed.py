@@ -10,7 +10,9 @@ Sections (all by default, or `--only SECTION`, repeatable):
             all languages as ONE batch (what users run). Each measured run starts with both
             caches empty (a fresh engine and a fresh result-cache folder): cache hits are counted
             and must be zero. Verdicts are compared program by program, baseline against today and
-            today against `workload/verdicts.json`; any difference is printed and fails the bench.
+            today against `workload/verdicts.json`; any difference is printed and fails the bench,
+            but for the fidelity fixes made since the baseline (`BASELINE_FIXES`, each with its
+            commit), which must be exactly the change listed.
 - `sampled` 20 near-identical samples per problem (as a sampled run produces), one batch each.
 - `cache`   today's cache figures: a warm rerun served from the result cache, and a rerun with
             other tests served from the compile cache, against the cold run.
@@ -70,6 +72,8 @@ LANGUAGES = (
     "Ruby",
     "Rust",
 )
+#: the languages measured (all unless --languages names a subset)
+LANGUAGES_RUN = LANGUAGES
 QUICK_PER_LANGUAGE = 12
 QUICK_SAMPLED_PROBLEMS = 1
 QUICK_CACHE_PER_LANGUAGE = 4
@@ -281,10 +285,34 @@ def _load() -> str:
     return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+#: verdicts that changed since the baseline commit by a fidelity fix, not by speed work:
+#: program id -> (baseline verdict, verdict now, why). Accepted only as exactly that change.
+BASELINE_FIXES: dict[str, tuple[str, str, str]] = {
+    f"C++/{uid}": (
+        "COMPILATION_ERROR",
+        "PASSED",
+        "da95aa3 compiles C++ with -include limits.h -include math.h, as ExecEval does",
+    )
+    for uid in ("1bd29d7a8793c22e81a1f6fd3991307a", "4b9f470e5889da29affae6376f6c9f6a")
+}
+
+
 def compare_verdicts(
-    label: str, base: dict[str, str], now: dict[str, str], checks: Checks, limit: int = 20
+    label: str,
+    base: dict[str, str],
+    now: dict[str, str],
+    checks: Checks,
+    limit: int = 20,
+    fixes: dict[str, tuple[str, str, str]] | None = None,
 ) -> None:
-    diff = sorted(k for k in now if k in base and base[k] != now[k])
+    """Fail `checks` on any program whose verdicts differ, except a change listed in `fixes`."""
+    diff = []
+    for k in sorted(k for k in now if k in base and base[k] != now[k]):
+        fix = (fixes or {}).get(k)
+        if fix is not None and fix[:2] == (base[k], now[k]):
+            print(f"    {label}: {k}: {base[k]} -> {now[k]} (expected: {fix[2]})")
+        else:
+            diff.append(k)
     missing = sorted(set(now) ^ set(base))
     for k in diff[:limit]:
         print(f"    {label}: {k}: {base[k]} -> {now[k]}")
@@ -326,9 +354,10 @@ def _merge(batches: list[Batch]) -> Batch:
 
 
 def select(programs: list[dict[str, Any]], per_language: int | None) -> list[dict[str, Any]]:
-    """The first `per_language` programs of each language (all when None), language order."""
+    """The first `per_language` programs of each language measured (all when None), language
+    order."""
     out = []
-    for lang in LANGUAGES:
+    for lang in LANGUAGES_RUN:
         mine = [p for p in programs if p["lang_cluster"] == lang]
         out.extend(mine if per_language is None else mine[:per_language])
     return out
@@ -358,7 +387,7 @@ def section_equal(
     for w in workers:
         rows = []
         per: dict[str, list[Batch]] = {"baseline": [], "now": []}
-        for lang in LANGUAGES:
+        for lang in LANGUAGES_RUN:
             lj = [j for j in jobs if j["language"] == lang]
             if w == 1:
                 lj = [j for j in lj if j["id"] in one_worker_ids]
@@ -412,7 +441,9 @@ def _check_batch(
             checks.fail(
                 f"{label}, {b.engine}: cache hits {hits} (results, compiles) on a fresh run"
             )
-    compare_verdicts(f"{label}: baseline vs now", base.verdicts(), now.verdicts(), checks)
+    compare_verdicts(
+        f"{label}: baseline vs now", base.verdicts(), now.verdicts(), checks, fixes=BASELINE_FIXES
+    )
     found = now.verdicts()
     unrecorded = [k for k in found if k not in recorded]
     if unrecorded:
@@ -446,7 +477,11 @@ def section_sampled(
     print("  (run: programs the engine ran; identical samples in one batch are judged once)")
     print(f"  now/baseline: {_ratio(batches[1].rate, batches[0].rate)}")
     compare_verdicts(
-        "sampled: baseline vs now", batches[0].verdicts(), batches[1].verdicts(), checks
+        "sampled: baseline vs now",
+        batches[0].verdicts(),
+        batches[1].verdicts(),
+        checks,
+        fixes=BASELINE_FIXES,
     )
     return {b.engine: b.__dict__ for b in batches}
 
@@ -505,7 +540,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--overall-workers", type=_ints, default=None, help="one-batch runs, e.g. 2")
     ap.add_argument("--json", type=Path, default=None, help="write the raw figures here")
+    ap.add_argument(
+        "--languages", default=None, help="a subset of the equal section, e.g. Kotlin,Java"
+    )
     args = ap.parse_args(argv)
+    if args.languages:
+        wanted = [x.strip() for x in args.languages.split(",") if x.strip()]
+        unknown = sorted(set(wanted) - set(LANGUAGES))
+        if unknown:
+            ap.error(f"unknown languages {unknown}; use {', '.join(LANGUAGES)}")
+        global LANGUAGES_RUN
+        LANGUAGES_RUN = tuple(x for x in LANGUAGES if x in wanted)
     sections = args.only or list(SECTIONS)
     per_language = args.per_language or (QUICK_PER_LANGUAGE if args.quick else None)
     workers = args.workers or ([2] if args.quick else [1, 2])
@@ -517,7 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw: dict[str, Any] = {}
     floors: dict[str, dict[str, float]] = {}
     if "floor" in sections:
-        floors = floor_costs(LANGUAGES)
+        floors = floor_costs(LANGUAGES_RUN)
         print("\n== floor: bare toolchain, hello world, plain subprocess (median of 3)")
         print(f"  {'language':<11} {'compile CPU s':>13} {'run CPU s':>9} {'wall s':>7}")
         for lang, f in floors.items():

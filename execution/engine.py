@@ -172,6 +172,7 @@ class Engine:
             if progress is not None:
                 progress(done, total)
 
+        self.backend.expect([prepared[idx[0]] for idx in groups.values()])
         if self.backend.supports_batches:
             self._judge_batch(prepared, groups, deliver)
             return [r for r in results if r is not None]

@@ -103,6 +103,10 @@ class Backend(abc.ABC):
         (`execution/warm_compiler.py`): only where the engine's own sandbox runs the programs."""
         return False
 
+    def expect(self, items: Sequence[tuple[Job, Runtime]]) -> None:
+        """Told the distinct programs of a batch before any is judged (what is worth preparing
+        once for many of them, e.g. a precompiled header); by default nothing."""
+
     #: True when `judge_batch` is implemented: `Engine.judge_many` then hands it every job the
     #: cache cannot answer at once, instead of calling `judge` from its own worker pool
     supports_batches: bool = False

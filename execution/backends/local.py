@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..backends.base import Backend, Session
+from .. import pch
 from ..isolation import REQUIRED_LAYERS
+from ..languages import Runtime
 from ..sandbox import Sandbox, host_refusal
+from ..types import Job
 
 
 class LocalBackend(Backend):
@@ -29,6 +32,9 @@ class LocalBackend(Backend):
 
     def warm_compilers(self) -> bool:
         return True
+
+    def expect(self, items: Sequence[tuple[Job, Runtime]]) -> None:
+        pch.expect((runtime, job.source_code) for job, runtime in items)
 
     def identity(self) -> str:
         return ""  # the keys of caches made before backends existed
