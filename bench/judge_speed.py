@@ -74,7 +74,7 @@ LANGUAGES = (
     "Rust",
 )
 #: the languages measured (all unless --languages names a subset)
-LANGUAGES_RUN = LANGUAGES
+LANGUAGES_RUN: tuple[str, ...] = LANGUAGES
 QUICK_PER_LANGUAGE = 12
 QUICK_SAMPLED_PROBLEMS = 1
 QUICK_CACHE_PER_LANGUAGE = 4

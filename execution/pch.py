@@ -175,6 +175,7 @@ def for_source(
     if plan is None:
         return None
     k, build, text = plan
+    cold = runtime.compile or ()  # never empty here: `_plan` needs a compile command
     directory = root / k[:2] / k
     header = directory / HEADER
     gch = directory / (HEADER + ".gch")
@@ -197,4 +198,4 @@ def for_source(
                     os.chmod(path, 0o644)
             if not gch.is_file() or not header.is_file():
                 return None
-    return Pch(header=header, directory=directory), compile_argv(runtime.compile, str(header))
+    return Pch(header=header, directory=directory), compile_argv(cold, str(header))

@@ -106,6 +106,7 @@ class Backend(abc.ABC):
     def expect(self, items: Sequence[tuple[Job, Runtime]]) -> None:
         """Told the distinct programs of a batch before any is judged (what is worth preparing
         once for many of them, e.g. a precompiled header); by default nothing."""
+        return None
 
     #: True when `judge_batch` is implemented: `Engine.judge_many` then hands it every job the
     #: cache cannot answer at once, instead of calling `judge` from its own worker pool

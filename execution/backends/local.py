@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..backends.base import Backend, Session
 from .. import pch
+from ..backends.base import Backend, Session
 from ..isolation import REQUIRED_LAYERS
 from ..languages import Runtime
 from ..sandbox import Sandbox, host_refusal
