@@ -43,33 +43,33 @@ def main() -> None:
         return
     try:
         print(f"container vs local backend ({args.n} programs a row, no result cache)")
+        clusters = container.clusters()
         for lang in ("Python 3", "GNU C11"):
-            clusters = container.clusters()
             if clusters is not None and resolve(lang).cluster not in clusters:
                 print(f"  {lang}: not in the image")
                 continue
-            per: dict[tuple[str, int], float] = {}
+            # seconds per program: (backend, workers, tests per program) -> measured
+            took: dict[tuple[str, int, int], float] = {}
             for workers in (1, 2):
                 for tests in (1, 8):
                     for name, backend in (("local", "local"), ("container", container)):
                         eng = Engine(workers=workers, backend=backend, cache=None)
                         batch = jobs(lang, args.n, tests, f"{name}{workers}{tests}")
-                        per[(name, workers * 100 + tests)] = seconds(eng, batch) / args.n
+                        took[name, workers, tests] = seconds(eng, batch) / args.n
             for workers in (1, 2):
-                lo, co = per[("local", workers * 100 + 8)], per[("container", workers * 100 + 8)]
+                lo, co = took["local", workers, 8], took["container", workers, 8]
                 print(
                     f"  {lang}, {workers} worker(s), 8 tests: local {1 / lo:.1f} programs/s, "
                     f"container {1 / co:.1f} programs/s (x{lo / co:.2f})"
                 )
-            for name in ("local", "container"):
-                t1, t8 = per[(name, 101)], per[(name, 108)]
-                per[(name, 0)] = (t8 - t1) / 7  # per test
-                per[(name, 1)] = t1 - per[(name, 0)]  # per program beyond its tests
+            # 1 worker: the per-test cost is the slope from 1 to 8 tests, the rest per program
+            test_ms = {n: (took[n, 1, 8] - took[n, 1, 1]) / 7 * 1e3 for n in ("local", "container")}
+            prog_ms = {n: took[n, 1, 1] * 1e3 - test_ms[n] for n in ("local", "container")}
             print(
-                f"  {lang}, 1 worker: per test local {per[('local', 0)] * 1e3:.1f} ms, "
-                f"container {per[('container', 0)] * 1e3:.1f} ms "
-                f"({(per[('container', 0)] - per[('local', 0)]) * 1e3:+.1f} ms); per program "
-                f"local {per[('local', 1)] * 1e3:.0f} ms, container {per[('container', 1)] * 1e3:.0f} ms"
+                f"  {lang}, 1 worker: per test local {test_ms['local']:.1f} ms, container "
+                f"{test_ms['container']:.1f} ms ({test_ms['container'] - test_ms['local']:+.1f} ms);"
+                f" per program local {prog_ms['local']:.0f} ms, container "
+                f"{prog_ms['container']:.0f} ms"
             )
     finally:
         container.close()

@@ -52,31 +52,17 @@ def _ray() -> Iterator[Backend]:
             close()
 
 
-DOCKER = "/usr/bin/docker"
-
-
-def image_ready() -> str:
-    """Why the container tests cannot run here ("" when a daemon answers and the image exists)."""
-    try:
-        proc = subprocess.run(
-            [DOCKER, "image", "inspect", "code-eval-judge:latest"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"docker unusable: {exc}"
-    return "" if proc.returncode == 0 else f"no judge image (make image): {proc.stderr.strip()}"
-
-
 @contextlib.contextmanager
 def _container() -> Iterator[Backend]:
     """Warm containers of the judge image (`make image`; CI builds one of C and Python)."""
     from code_eval_taskpack.execution.backends.container import ContainerBackend
+    from code_eval_taskpack.execution.sandbox import SandboxError
 
-    why = image_ready()
-    require(not why, why)
     backend = ContainerBackend()
+    try:
+        backend.image_id()
+    except (SandboxError, OSError, subprocess.SubprocessError) as exc:
+        require(False, f"judge image unusable (make image): {exc}")
     try:
         yield backend
     finally:

@@ -13,8 +13,7 @@ import pytest
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
 from code_eval_taskpack.execution.backends.container import ContainerBackend
-from tests.backend_params import DOCKER, image_ready
-from tests.conftest import require
+from tests.backend_params import BACKENDS
 from tests.engine_programs import HELLO, LUCKY, describe, wrong
 
 LANGS = ("C", "Python")  # the languages of the CI image
@@ -22,11 +21,9 @@ LANGS = ("C", "Python")  # the languages of the CI image
 
 @pytest.fixture(scope="module")
 def backend() -> Iterator[ContainerBackend]:
-    why = image_ready()
-    require(not why, why)
-    b = ContainerBackend()
-    yield b
-    b.close()
+    with BACKENDS["container"]() as b:
+        assert isinstance(b, ContainerBackend)
+        yield b
 
 
 def _job(lang: str, src: str, tests: list[tuple[str, str]], **kw: object) -> Job:
@@ -82,13 +79,20 @@ def test_hardening_in_effect(backend: ContainerBackend) -> None:
     c = backend._acquire()
     try:
         ids = subprocess.run(
-            [DOCKER, "ps", "-q", "--no-trunc", "--filter", f"ancestor={backend.image_id()}"],
+            [
+                backend.docker,
+                "ps",
+                "-q",
+                "--no-trunc",
+                "--filter",
+                f"ancestor={backend.image_id()}",
+            ],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.split()
         assert ids
-        info = json.loads(subprocess.check_output([DOCKER, "inspect", ids[0]]))[0]
+        info = json.loads(subprocess.check_output([backend.docker, "inspect", ids[0]]))[0]
         host = info["HostConfig"]
         assert host["NetworkMode"] == "none" and host["ReadonlyRootfs"] is True
         assert host["CapDrop"] == ["ALL"] and host["Privileged"] is False
