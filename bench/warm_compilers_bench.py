@@ -1,4 +1,5 @@
-"""Warm against cold compilers for Java and Kotlin: the same distinct programs judged with
+"""Warm against cold compilers for Java and Kotlin (and C# on the equal workload): the same
+distinct programs judged with
 CODE_EVAL_WARM_COMPILERS=0 and =1, at 1 and 2 workers, no caches; prints wall seconds, the
 compile CPU/wall the results record, the cold/warm ratio, and whether every verdict is identical.
 
@@ -231,16 +232,13 @@ json.dump({"wall": wall,
 
 
 def equal_workload(lang: str, limit: int | None) -> list[dict[str, Any]]:
-    """The judge-speed bench's equal-weight programs of `lang` (bench/workload/equal.jsonl, 106
-    distinct programs, judged on their problems' sample tests and limits)."""
+    """The judge-speed bench's equal-weight programs of `lang` (the shared programs and
+    bench/workload/equal.jsonl: 106 distinct programs a language, judged on their problems'
+    sample tests and limits)."""
     sys.path.insert(0, str(ROOT / "bench"))
     import judge_workload as jw
 
-    programs = [
-        p
-        for p in jw.read_jsonl(ROOT / "bench" / "workload" / "equal.jsonl")
-        if p["lang_cluster"] == lang
-    ]
+    programs = [p for p in jw.equal_workload() if p["lang_cluster"] == lang]
     jobs = []
     for j in jw.jobs_for(programs[:limit] if limit else programs):
         tests = [[t["input"], *t["output"]] for t in j["tests"]]
@@ -277,7 +275,7 @@ def run_batch(lang: str, jobs: list[dict[str, Any]], workers: int, warm: bool) -
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="12 programs per language, 2 workers")
-    ap.add_argument("--only", default="", help="Java or Kotlin")
+    ap.add_argument("--only", default="", help="Java, Kotlin or C# (C#: equal workload only)")
     ap.add_argument("--workers", default="", help="comma-separated worker counts (default 1,2)")
     ap.add_argument("--repeat", type=int, default=1, help="alternate cold/warm N times")
     ap.add_argument("--json", default="", help="write the raw figures here")
@@ -285,10 +283,12 @@ def main() -> int:
         "--workload",
         choices=("generated", "equal"),
         default="generated",
-        help="equal: the Java/Kotlin programs of bench/workload/equal.jsonl (needs shared data)",
+        help="equal: the Java/Kotlin/C# programs of bench/workload/equal.jsonl (needs shared data)",
     )
     args = ap.parse_args()
-    langs = [x for x in ("Java", "Kotlin") if not args.only or x in args.only.split(",")]
+    # the generated programs exist in Java and Kotlin; the equal workload has every language
+    known = ("Java", "Kotlin") if args.workload == "generated" else ("Java", "Kotlin", "C#")
+    langs = [x for x in known if not args.only or x in args.only.split(",")]
     workers = [int(w) for w in args.workers.split(",") if w] or ([2] if args.quick else [1, 2])
     limit = 12 if args.quick else None
     load = os.getloadavg()[0]

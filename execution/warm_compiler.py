@@ -1,8 +1,10 @@
-"""Warm compilers: long-lived compiler JVMs (one per language and process), fed programs in turn.
+"""Warm compilers: long-lived compiler processes (one per language and process), fed programs in
+turn.
 
 A cold `javac` pays about 0.5 s and `kotlinc` about 2.5 s of JVM start-up, class loading and
-JIT warm-up per program. Here a compile server (`java/CompileServer.java`) runs the same
-compiler in-process for many programs, inside a sandbox of its own (same launcher, namespaces,
+JIT warm-up per program, and a cold `mcs` about 0.2 s of Mono start-up and JIT. Here a compile
+server (`java/CompileServer.java` for javac and kotlinc, `mono/CompileServer.cs` for mcs) runs
+the same compiler in-process for many programs, inside a sandbox of its own (same launcher, namespaces,
 read-only toolchain, no network, unprivileged uid, seccomp, one cgroup and limits for the server
 as a whole), with the cold compile's own arguments in a work dir wiped before and after every
 program. Only two answers are trusted: "compiled" (the output files, laid out exactly as a cold
@@ -12,12 +14,14 @@ its sandbox dying, a protocol error) returns None and the caller compiles the pr
 today's limits, so its verdict is exactly a cold compile's.
 
 Limits are stricter than a cold compile's so that a warm success implies a cold one: a wall
-timeout of a quarter of the cold CPU limit, the cold heap cap (-Xmx) shared with the warm
-compiler's caches, and a compile thread stack a quarter of the cold one (JIT-compiled frames
-are smaller than a cold compiler's interpreted ones).
+timeout of a quarter of the cold CPU limit, the cold heap cap (-Xmx; for Mono, the cold
+compile's memory limit as its GC's max-heap-size) shared with the warm compiler's caches, and a
+compile thread stack a quarter of the cold one (JIT-compiled frames are smaller than a cold
+compiler's interpreted ones).
 
-A warm compile has no cgroup of its own: its CPU time is the compile thread's (JIT and GC
-threads are not counted) and its wall time is recorded next to it. Switch: the environment
+A warm compile has no cgroup of its own: its CPU time is the compile thread's (JVM: JIT and GC
+threads are not counted; Mono: the server process's, all threads) and its wall time is recorded
+next to it. Switch: the environment
 variable CODE_EVAL_WARM_COMPILERS=0 turns the warm path off (every compile cold).
 """
 
@@ -47,7 +51,12 @@ from .sandbox import Sandbox, SandboxError, SpawnedProcess, default_env
 log = logging.getLogger(__name__)
 
 ENV_SWITCH = "CODE_EVAL_WARM_COMPILERS"
-SERVER_SOURCE = Path(__file__).with_name("java") / "CompileServer.java"
+#: the server program of each mode: its source and the file its compilation leaves
+SERVER_SOURCES = {
+    "javac": (Path(__file__).with_name("java") / "CompileServer.java", "CompileServer.class"),
+    "kotlinc": (Path(__file__).with_name("java") / "CompileServer.java", "CompileServer.class"),
+    "mcs": (Path(__file__).with_name("mono") / "CompileServer.cs", "CompileServer.exe"),
+}
 MAGIC = 0x57434F31
 STATUS_OK, STATUS_ERROR, STATUS_RETRY = 0, 1, 2
 #: a server is replaced after this many programs (bounds what any cache inside it can grow to)
@@ -88,14 +97,16 @@ class WarmReply:
 class ServerSpec:
     """How to start one language's compile server and what to pass per program."""
 
-    mode: str  # "javac" | "kotlinc"
-    java: str  # the JVM binary
-    jvm_flags: tuple[str, ...]
-    jars: tuple[str, ...]  # the compiler's own jars (kotlinc), loaded by the server
+    mode: str  # "javac" | "kotlinc" | "mcs"
+    vm: str  # the virtual machine running the server: java, or mono
+    vm_flags: tuple[str, ...]
+    compiler: tuple[str, ...]  # what the server loads: kotlinc's jars, mcs.exe (javac: the JDK's)
     ro_paths: tuple[str, ...]
     stack_kb: int
     memory_mb: int
     timeout_s: float
+    env: tuple[tuple[str, str], ...] = ()  # the server's extra environment (Mono's heap cap)
+    builder: str = ""  # the compiler of the server's own source (javac, mcs), trusted
 
     @property
     def key(self) -> str:
@@ -138,10 +149,12 @@ def server_spec(
     (the cold ones without the binary and JVM options), or None when it has none."""
     mode = str(runtime.raw.get("warm_compiler", ""))
     binary = runtime.binary
-    if mode not in ("javac", "kotlinc") or binary is None or not argv:
+    if mode not in SERVER_SOURCES or binary is None or not argv:
         return None
     real = Path(os.path.realpath(binary))
     timeout = limits.cpu_s * TIMEOUT_SHARE
+    if mode == "mcs":
+        return _mcs_spec(real, argv, limits, runtime, timeout)
     if mode == "javac":
         java = real.parent / "java"
         if not os.access(java, os.X_OK):
@@ -152,13 +165,14 @@ def server_spec(
         # compile's class path is its own work dir), and the warm one must not find any
         spec = ServerSpec(
             mode=mode,
-            java=str(java),
-            jvm_flags=tuple(f for f in cold_jvm if _jvm_option(f)),
-            jars=(),
+            vm=str(java),
+            vm_flags=tuple(f for f in cold_jvm if _jvm_option(f)),
+            compiler=(),
             ro_paths=tuple(runtime.extra_ro_paths),
             stack_kb=_stack_kb(cold_jvm, 1024),
             memory_mb=limits.memory_mb,
             timeout_s=timeout,
+            builder=str(real.parent / "javac"),
         )
         return spec, ("-proc:none", *args)
     home = real.parent.parent  # <kotlin home>/bin/kotlinc
@@ -170,18 +184,60 @@ def server_spec(
     # the compiler's application environment (its own classes and jar indexes) is kept between
     # compiles, as kotlinc's daemon does; each compile still gets a fresh project of its own
     keep = "-Dkotlin.environment.keepalive=true"
+    jvm = os.path.realpath(java_bin)
     spec = ServerSpec(
         mode=mode,
-        java=os.path.realpath(java_bin),
-        jvm_flags=(
+        vm=jvm,
+        vm_flags=(
             *(f for f in cold_jvm if _jvm_option(f)),
             keep,
         ),
-        jars=(str(jar),),
+        compiler=(str(jar),),
         ro_paths=(str(home),) if not str(home).startswith("/usr/") else (),
         stack_kb=_stack_kb(cold_jvm, 1024),
         memory_mb=limits.memory_mb,
         timeout_s=timeout,
+        builder=str(Path(jvm).parent / "javac"),
+    )
+    return spec, tuple(argv[1:])
+
+
+def _mcs_exe(real: Path) -> Path | None:
+    """mcs.exe behind the `mcs` command: the file itself, or the assembly its wrapper script
+    hands to mono (Debian's /usr/bin/mcs: `exec /usr/bin/mono $MONO_OPTIONS .../mcs.exe "$@"`)."""
+    if real.suffix == ".exe":
+        return real
+    try:
+        if real.stat().st_size > 4096:
+            return None
+        words = real.read_text(encoding="utf-8").split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = [Path(w) for w in words if w.endswith("/mcs.exe") and w.startswith("/")]
+    return found[0] if len(found) == 1 and found[0].is_file() else None
+
+
+def _mcs_spec(
+    real: Path, argv: list[str], limits: Limits, runtime: Runtime, timeout: float
+) -> tuple[ServerSpec, tuple[str, ...]] | None:
+    """mcs in a Mono server: the cold compile's arguments as they are (mcs resolves the source
+    and `-out:` against the work dir, the server's working directory)."""
+    exe = _mcs_exe(real)
+    mono = shutil.which("mono", path=default_env()["PATH"])
+    if exe is None or mono is None:
+        return None
+    # a cold mcs runs on the main thread, whose stack is the compile's RLIMIT_STACK
+    spec = ServerSpec(
+        mode="mcs",
+        vm=os.path.realpath(mono),
+        vm_flags=(),
+        compiler=(str(exe),),
+        ro_paths=tuple(runtime.extra_ro_paths),
+        stack_kb=max(64, limits.stack_bytes // 1024 // 4),
+        memory_mb=limits.memory_mb,
+        timeout_s=timeout,
+        env=(("MONO_GC_PARAMS", f"max-heap-size={limits.memory_mb}m"),),
+        builder=str(real),
     )
     return spec, tuple(argv[1:])
 
@@ -192,13 +248,17 @@ _classes_lock = threading.Lock()
 _classes: dict[str, Path] = {}
 
 
-def server_classes(java: str) -> Path:
-    """CompileServer compiled by the JDK of `java` into `<cache>/warm-compiler/<key>/`, keyed by
-    the server's source and the JDK (compiled once; trusted code, so on the host)."""
-    jdk = Path(java).parent.parent
-    release = jdk / "release"
-    fp = hashlib.sha256(SERVER_SOURCE.read_bytes())
-    fp.update(str(jdk).encode())
+def server_classes(spec: ServerSpec) -> Path:
+    """The server program of `spec.mode` compiled by `spec.builder` into
+    `<cache>/warm-compiler/<key>/`, keyed by the server's source and the toolchain (compiled
+    once; trusted code, so on the host)."""
+    source, product = SERVER_SOURCES[spec.mode]
+    fp = hashlib.sha256(source.read_bytes())
+    fp.update(spec.builder.encode())
+    for dep in (Path(spec.builder), Path(spec.vm), *map(Path, spec.compiler)):
+        st = dep.stat()
+        fp.update(f"{dep}:{st.st_size}:{st.st_mtime_ns}".encode())
+    release = Path(spec.vm).parent.parent / "release"  # the JDK's version file
     if release.is_file():
         fp.update(release.read_bytes())
     key = fp.hexdigest()[:16]
@@ -206,16 +266,21 @@ def server_classes(java: str) -> Path:
         if key in _classes:
             return _classes[key]
         out = cache_root() / "warm-compiler" / key
-        if not (out / "CompileServer.class").is_file():
+        if not (out / product).is_file():
             out.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=out.parent))
+            if spec.mode == "mcs":
+                build = [
+                    spec.builder,
+                    "-nologo",
+                    "-optimize+",
+                    f"-out:{tmp / product}",
+                    str(source),
+                ]
+            else:
+                build = [spec.builder, "-nowarn", "-d", str(tmp), str(source)]
             try:
-                subprocess.run(
-                    [str(jdk / "bin" / "javac"), "-nowarn", "-d", str(tmp), str(SERVER_SOURCE)],
-                    check=True,
-                    capture_output=True,
-                    timeout=120,
-                )
+                subprocess.run(build, check=True, capture_output=True, timeout=120)
                 tmp.chmod(0o755)
                 try:
                     tmp.rename(out)
@@ -226,6 +291,16 @@ def server_classes(java: str) -> Path:
                 raise
         _classes[key] = out
         return out
+
+
+def server_argv(spec: ServerSpec, classes: Path) -> list[str]:
+    """The command line of a server of `spec` whose program is in `classes`."""
+    if spec.mode == "mcs":
+        program = [str(classes / "CompileServer.exe")]
+    else:
+        program = ["-XX:+ExitOnOutOfMemoryError", "-XX:-UsePerfData", "-cp", str(classes)]
+        program.append("CompileServer")
+    return [spec.vm, *spec.vm_flags, *program, spec.mode, str(spec.stack_kb), *spec.compiler]
 
 
 # -- one server ---------------------------------------------------------------------------------
@@ -245,7 +320,7 @@ class WarmServer:
     def __init__(self, spec: ServerSpec) -> None:
         self.spec = spec
         self.programs = 0
-        classes = server_classes(spec.java)
+        classes = server_classes(spec)
         self._box = Sandbox(
             ro_paths=[str(classes), *spec.ro_paths],
             purposes=("compile",),
@@ -266,20 +341,9 @@ class WarmServer:
                 stack_mb=64,
                 as_headroom_mb=16384,
             )
-            argv = [
-                spec.java,
-                *spec.jvm_flags,
-                "-XX:+ExitOnOutOfMemoryError",
-                "-XX:-UsePerfData",
-                "-cp",
-                str(classes),
-                "CompileServer",
-                spec.mode,
-                str(spec.stack_kb),
-                *spec.jars,
-            ]
+            env = default_env(self._box.workdir) | dict(spec.env)
             self._proc: SpawnedProcess = self._box.spawn(
-                argv, limits=limits, env=default_env(self._box.workdir), purpose="compile"
+                server_argv(spec, classes), limits=limits, env=env, purpose="compile"
             )
             deadline = time.monotonic() + START_TIMEOUT_S
             magic = self._int(deadline)

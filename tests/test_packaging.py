@@ -71,6 +71,7 @@ def test_wheel_ships_task_files(wheel: Path) -> None:
         "code_eval_taskpack/execution/languages.toml",
         "code_eval_taskpack/execution/launcher.c",
         "code_eval_taskpack/execution/java/CompileServer.java",
+        "code_eval_taskpack/execution/mono/CompileServer.cs",
         "code_eval_taskpack/utils/languages.toml",
     } <= shipped
     # the generic folder names are never top-level import names of the installed pack

@@ -22,13 +22,14 @@ from code_eval_taskpack.execution.sandbox import Sandbox, default_env
 from tests.conftest import require_binary
 from tests.engine_programs import COMPILE_ERROR, HELLO, LUCKY, check_isolation, describe, wrong
 
-LANGS = ("Java", "Kotlin")
+LANGS = ("Java", "Kotlin", "C#")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def toolchains() -> None:
     require_binary("javac")
     require_binary("kotlinc")
+    require_binary("mcs")
 
 
 @pytest.fixture
@@ -102,7 +103,40 @@ KOTLIN_PROGRAMS: dict[str, tuple[str, Verdict]] = {
     "unresolved": ("fun main() {\n    printn(readLine())\n}\n", Verdict.COMPILATION_ERROR),
 }  # fmt: skip
 
-PROGRAMS = {"Java": JAVA_PROGRAMS, "Kotlin": KOTLIN_PROGRAMS}
+CSHARP_PROGRAMS: dict[str, tuple[str, Verdict]] = {
+    "lucky": (LUCKY["C#"], Verdict.PASSED),
+    "lucky_wrong": (wrong("C#"), Verdict.WRONG_ANSWER),
+    "compile_error": (COMPILE_ERROR["C#"], Verdict.COMPILATION_ERROR),
+    "linq_bigint_struct": (
+        "using System;\nusing System.Linq;\nusing System.Numerics;\nusing System.Collections.Generic;\n"
+        "namespace Solution {\n  enum Mode { A, B }\n  struct Pair { public long V; }\n"
+        "  static class Helper { public static BigInteger F(int n) => BigInteger.Pow(2, n + 1) - 2; }\n"
+        "  class Program {\n    static void Main(string[] args) {\n"
+        "      int n = Console.ReadLine().Split(' ').Select(int.Parse).First();\n"
+        "      var p = new Pair { V = (long)Helper.F(n) };\n      var l = new List<long> { p.V };\n"
+        "      Console.WriteLine(Mode.A == Mode.B ? -1 : l.Sum());\n    }\n  }\n}\n",
+        Verdict.PASSED,
+    ),
+    "warnings": (
+        "using System;\nclass P { static void Main() { int unused; int n = int.Parse(Console.ReadLine());\n"
+        "  Console.WriteLine((1L << (n + 1)) - 2); } }\n",
+        Verdict.PASSED,
+    ),
+    "runtime_error": (
+        "using System;\nclass P { static void Main() { int[] x = new int[2]; Console.WriteLine(x[5]); } }\n",
+        Verdict.RUNTIME_ERROR,
+    ),
+    "non_ascii_error": (
+        "using System;\nclass P { static void Main() { int счёт = 1; Console.WriteLine(счё); } }\n",
+        Verdict.COMPILATION_ERROR,
+    ),
+    "two_errors_and_a_warning": (
+        "using System;\nclass P { static void Main() { int w; string s = 1; Foo(); } }\n",
+        Verdict.COMPILATION_ERROR,
+    ),
+}
+
+PROGRAMS = {"Java": JAVA_PROGRAMS, "Kotlin": KOTLIN_PROGRAMS, "C#": CSHARP_PROGRAMS}
 LUCKY_TESTS = [TestCase("3\n", ("14\n",)), TestCase("1\n", ("2\n",))]
 
 
@@ -122,6 +156,12 @@ def test_verdicts_identical_to_cold(lang: str, monkeypatch: pytest.MonkeyPatch) 
             # the compiler's own diagnostics (a cold kotlinc adds a JVM warning line first)
             assert warm.compile.stderr.strip(), name
             assert warm.compile.stderr.strip() in cold.compile.stderr, name
+        if lang == "C#":
+            # mcs's own Main in-process: diagnostics and summary line byte for byte
+            assert (warm.compile.stdout, warm.compile.stderr) == (
+                cold.compile.stdout,
+                cold.compile.stderr,
+            ), name
 
 
 # -- byte-level outputs --------------------------------------------------------------------------
@@ -177,10 +217,17 @@ def _jar_entries(data: bytes) -> dict[str, bytes]:
         return {n: z.read(n) for n in z.namelist()}
 
 
+def _assembly_differences(a: bytes, b: bytes) -> int:
+    """Bytes that differ between two assemblies of one length (-1: lengths differ)."""
+    return -1 if len(a) != len(b) else sum(x != y for x, y in zip(a, b, strict=True))
+
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_outputs_identical_to_cold(lang: str, warm_on: None) -> None:
-    """Same files, same bytes (a jar's entries: zip timestamps differ between any two runs)."""
-    for name in ("package", "two_classes_and_enum", "main_args", "object_and_data_class"):
+    """Same files, same bytes (a jar's entries: zip timestamps differ between any two runs; an
+    assembly: its timestamp and module id differ between any two compiles, cold or warm)."""
+    for name in ("package", "two_classes_and_enum", "main_args", "object_and_data_class",
+                 "linq_bigint_struct", "warnings"):  # fmt: skip
         if name not in PROGRAMS[lang]:
             continue
         src = PROGRAMS[lang][name][0]
@@ -189,6 +236,11 @@ def test_outputs_identical_to_cold(lang: str, warm_on: None) -> None:
         for path, data in cold.items():
             if path.endswith(".jar"):
                 assert _jar_entries(warm[path]) == _jar_entries(data), (name, path)
+            elif path.endswith(".exe"):
+                cold_again = _cold_outputs(lang, src)[path]
+                noise = _assembly_differences(cold_again, data)
+                assert 0 <= noise <= 32, (name, noise)
+                assert 0 <= _assembly_differences(warm[path], data) <= noise, (name, path)
             else:
                 assert warm[path] == data, (name, path)
 
@@ -206,6 +258,11 @@ NEIGHBOURS = {
     "Kotlin": (
         "fun helper() = 41\nfun main() { println(helper() + 1) }\n",
         "fun main() { println(helper() + 1) }\n",
+    ),
+    "C#": (
+        "using System;\nstatic class Helper { public static int V() { return 41; } }\n"
+        "class P { static void Main() { Console.WriteLine(Helper.V() + 1); } }\n",
+        "using System;\nclass P { static void Main() { Console.WriteLine(Helper.V() + 1); } }\n",
     ),
 }
 
@@ -280,16 +337,28 @@ def test_timeout_is_compiled_cold(lang: str, monkeypatch: pytest.MonkeyPatch) ->
     assert nxt.verdict is Verdict.WRONG_ANSWER and nxt.compile and nxt.compile.warm
 
 
-def test_deep_nesting_bomb_then_next_program(monkeypatch: pytest.MonkeyPatch) -> None:
+def _deep(depth: int) -> str:
+    return "(" * depth + "1" + "+1)" * depth
+
+
+# javac overflows its warm stack at this depth; mcs folds it and needs 20 000 (where it reports
+# the overflow as its own "internal compiler error" CS0584, which the server does not trust)
+DEEP_NESTING = {
+    "Java": f"public class Main {{ public static void main(String[] a) {{ int x = {_deep(3000)}; }} }}\n",
+    "C#": f"class P {{ static void Main() {{ int x = {_deep(20000)}; System.Console.Write(x); }} }}\n",
+}
+
+
+@pytest.mark.parametrize("lang", sorted(DEEP_NESTING))
+def test_deep_nesting_bomb_then_next_program(lang: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A source too deep for the warm compiler's stack is decided cold (whatever cold says),
     and the following program's verdict is unchanged."""
-    expr = "(" * 3000 + "1" + "+1)" * 3000
-    src = f"public class Main {{ public static void main(String[] a) {{ int x = {expr}; }} }}\n"
-    warm = judge("Java", src, [TestCase("", ("",))], True, monkeypatch)
-    cold = judge("Java", src, [TestCase("", ("",))], False, monkeypatch)
+    src = DEEP_NESTING[lang]
+    warm = judge(lang, src, [TestCase("", ("",))], True, monkeypatch)
+    cold = judge(lang, src, [TestCase("", ("",))], False, monkeypatch)
     assert warm.verdict is cold.verdict, (describe(warm), describe(cold))
     assert warm.compile is not None and not warm.compile.warm
-    nxt = judge("Java", LUCKY["Java"], LUCKY_TESTS, True, monkeypatch)
+    nxt = judge(lang, LUCKY[lang], LUCKY_TESTS, True, monkeypatch)
     assert nxt.verdict is Verdict.PASSED and nxt.compile and nxt.compile.warm
 
 
@@ -340,7 +409,7 @@ def test_closing_the_pool_leaves_nothing(monkeypatch: pytest.MonkeyPatch) -> Non
         r = judge(lang, HELLO[lang], [TestCase("", ("Hello, World!\n",))], True, monkeypatch)
         assert r.compile is not None and r.compile.warm
     servers = wc.POOL.servers()
-    assert {s.spec.mode for s in servers} >= {"javac", "kotlinc"}
+    assert {s.spec.mode for s in servers} >= {"javac", "kotlinc", "mcs"}
     wc.POOL.close()
     assert not wc.POOL.servers()
     uids = {s.uid for s in servers}
@@ -364,13 +433,20 @@ def test_heap_cap_is_compiled_cold(lang: str, monkeypatch: pytest.MonkeyPatch) -
         if found is None:
             return None
         spec, args = found
-        flags = (*(f for f in spec.jvm_flags if not f.startswith("-Xmx")), "-Xmx5m")
-        return dataclasses.replace(spec, jvm_flags=flags), args
+        if spec.mode == "mcs":
+            return dataclasses.replace(spec, env=(("MONO_GC_PARAMS", "max-heap-size=8m"),)), args
+        flags = (*(f for f in spec.vm_flags if not f.startswith("-Xmx")), "-Xmx5m")
+        return dataclasses.replace(spec, vm_flags=flags), args
 
     monkeypatch.setattr(wc, "server_spec", tiny_heap)
     if lang == "Java":
         extra = "".join(
             f"class F{i} {{ static int f(int x) {{ return x * {i} + {i}; }} }}\n"
+            for i in range(3000)
+        )
+    elif lang == "C#":
+        extra = "".join(
+            f"static class F{i} {{ public static int F(int x) {{ return x * {i} + {i}; }} }}\n"
             for i in range(3000)
         )
     else:
