@@ -17,7 +17,7 @@ import contextlib
 import errno
 from collections.abc import Sequence
 
-from . import pch, startup
+from . import go_direct, pch, startup
 from .backends.base import Backend, Session
 from .backends.local import LocalBackend
 from .compare import outputs_match
@@ -138,6 +138,15 @@ def judge_with(
         ro_paths.append(str(header[0].directory))
         compile_argv = header[1]
         info["compile_argv"] = runtime.expand(compile_argv, **values)
+    fallback = None
+    direct = _go_tools(runtime, job, session_backend, isolation)
+    if direct is not None:
+        values.update(direct.values)
+        ro_paths.append(str(direct.directory))
+        fallback, compile_argv = runtime.compile, tuple(runtime.raw[go_direct.KEY])
+        info["compile_argv"] = runtime.expand(compile_argv, **values)
+        # its binaries differ from go build's (no module information): cached apart
+        fingerprint = f"{fingerprint or runtime.fingerprint()}|{go_direct.KEY}"
     run_argv = runtime.run
     if startup.needs_prelude(run_argv):
         prelude = _interpreter_prelude(runtime, session_backend, isolation)
@@ -178,6 +187,7 @@ def judge_with(
                 compile_argv,
                 session_backend.warm_compilers(),
                 run_argv,
+                fallback,
             )
         except SandboxError as exc:
             result.verdict = Verdict.INFRA_ERROR
@@ -221,29 +231,51 @@ def _precompiled_header(
     return pch.for_source(runtime, job.source_code, pch.store_root(root), build)
 
 
-def _interpreter_prelude(
-    runtime: Runtime, backend: Backend, isolation: str
-) -> startup.Prelude | None:
-    """The start-up prelude of an interpreter (local backend only: it lives on this host)."""
-    if not isinstance(backend, LocalBackend):
-        return None
+def _prober(runtime: Runtime, backend: Backend, isolation: str, purpose: str) -> startup.Prober:
+    """Runs one probe of the toolchain's own settings in a sandbox of `purpose` (with the
+    runtime's environment and, for a compile, the compile's limits: a compiler's driver may start
+    many threads): its stdout, or None when it failed."""
+    extra = runtime.compile_env if purpose == "compile" else runtime.run_env
+    limits = COMPILE_LIMITS if purpose == "compile" else PROBE_LIMITS
 
     def probe(argv: list[str]) -> bytes | None:
         try:
             box = backend.open_session(
-                files={}, purposes=("run",), policy=isolation, ro_paths=runtime.extra_ro_paths
+                files={}, purposes=(purpose,), policy=isolation, ro_paths=runtime.extra_ro_paths
             )
         except (SandboxError, OSError):
             return None
         try:
-            out = box.run(argv, limits=PROBE_LIMITS, env=default_env(box.workdir), purpose="run")
+            env = default_env(box.workdir) | extra
+            out = box.run(argv, limits=limits, env=env, purpose=purpose)
             return out.stdout if out.ok else None
         except SandboxError:
             return None
         finally:
             box.close()
 
-    return startup.ruby_prelude(runtime, probe)
+    return probe
+
+
+def _interpreter_prelude(
+    runtime: Runtime, backend: Backend, isolation: str
+) -> startup.Prelude | None:
+    """The start-up prelude of an interpreter (local backend only: it lives on this host)."""
+    if not isinstance(backend, LocalBackend):
+        return None
+    return startup.ruby_prelude(runtime, _prober(runtime, backend, isolation, "run"))
+
+
+def _go_tools(
+    runtime: Runtime, job: Job, backend: Backend, isolation: str
+) -> go_direct.Tools | None:
+    """The direct Go build's tools for this source (local backend only: the import
+    configuration lives on this host), or None: go build."""
+    if go_direct.KEY not in runtime.raw or not isinstance(backend, LocalBackend):
+        return None
+    if not go_direct.applies(job.source_code):
+        return None
+    return go_direct.tools(runtime, _prober(runtime, backend, isolation, "compile"))
 
 
 #: limits of the one probe of an interpreter's own settings (startup.py)
@@ -298,9 +330,12 @@ def _compile(
     fingerprint: str,
     compile_argv: tuple[str, ...] | None = None,
     warm: bool = False,
+    fallback: tuple[str, ...] | None = None,
 ) -> bool:
     """Compile (or restore a cached compile); False when the program cannot run. With `warm`,
-    a runtime with a warm compiler tries it first; whatever it cannot answer is compiled cold."""
+    a runtime with a warm compiler tries it first; whatever it cannot answer is compiled cold.
+    With `fallback`, a `compile_argv` that fails for any reason is followed by `fallback`
+    under fresh limits, which decides (the direct Go build, go_direct.py)."""
     assert runtime.compile is not None
     workdir = sandbox.workdir
     env = default_env(workdir) | runtime.compile_env
@@ -340,9 +375,14 @@ def _compile(
         if done is not None:
             return done
     out = sandbox.run(argv, limits=climits, env=env, purpose="compile")
+    spent = 0.0
+    if fallback is not None and not out.ok:
+        spent = out.cpu_s
+        argv = runtime.expand(fallback, **values)
+        out = sandbox.run(argv, limits=climits, env=env, purpose="compile")
     comp = CompileResult(
         ok=out.ok,
-        time_s=round(out.cpu_s, 4),
+        time_s=round(out.cpu_s + spent, 4),
         stdout=_text(out.stdout, COMPILE_REPORT_CHARS),
         stderr=_text(out.stderr, COMPILE_REPORT_CHARS),
         wall_s=round(out.wall_s, 4),
@@ -442,10 +482,11 @@ def _compile_and_run(
     compile_argv: tuple[str, ...] | None = None,
     warm: bool = False,
     run_argv: tuple[str, ...] | None = None,
+    fallback: tuple[str, ...] | None = None,
 ) -> None:
     workdir = sandbox.workdir
     if runtime.compile is not None and not _compile(
-        sandbox, runtime, job, values, result, compiled, fingerprint, compile_argv, warm
+        sandbox, runtime, job, values, result, compiled, fingerprint, compile_argv, warm, fallback
     ):
         return
     env = default_env(workdir) | runtime.run_env

@@ -91,19 +91,27 @@ def _make(runtime: Runtime, probe: Prober) -> Prelude | None:
     paths = parse_paths(out) if out is not None else None
     if paths is None:
         return None
-    text = prelude_text(paths)
-    digest = hashlib.sha256(json.dumps([runtime.fingerprint(), text]).encode()).hexdigest()[:32]
-    directory = cache_root() / "startup" / digest
-    path = directory / PRELUDE
-    with contextlib.suppress(OSError):
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            directory.mkdir(parents=True, exist_ok=True)
-            os.chmod(directory, 0o755)  # read by the sandbox's own uid
-            atomic_write(path, text.encode())
-            os.chmod(path, 0o644)
-    try:
-        if path.read_text(encoding="utf-8") != text:
+    directory = publish(runtime, {PRELUDE: prelude_text(paths)})
+    return Prelude(path=directory / PRELUDE, directory=directory) if directory else None
+
+
+def publish(runtime: Runtime, files: dict[str, str]) -> Path | None:
+    """`files` (name -> text) in a folder of their own under `$CODE_EVAL_CACHE/startup/`, keyed
+    by the toolchain's fingerprint and the texts, readable by the sandbox's uid (which mounts the
+    folder read-only): the folder, or None when they cannot be written as given."""
+    listing = json.dumps([runtime.fingerprint(), sorted(files.items())])
+    directory = cache_root() / "startup" / hashlib.sha256(listing.encode()).hexdigest()[:32]
+    for name, text in files.items():
+        path = directory / name
+        with contextlib.suppress(OSError):
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                directory.mkdir(parents=True, exist_ok=True)
+                os.chmod(directory, 0o755)  # read by the sandbox's own uid
+                atomic_write(path, text.encode())
+                os.chmod(path, 0o644)
+        try:
+            if path.read_text(encoding="utf-8") != text:
+                return None
+        except OSError:
             return None
-    except OSError:
-        return None
-    return Prelude(path=path, directory=directory)
+    return directory
