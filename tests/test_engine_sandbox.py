@@ -315,3 +315,24 @@ def test_this_machines_program_cgroup_has_no_swap() -> None:
             assert cs.swap_control == ""
     finally:
         cs.destroy()
+
+
+def test_teardown_waits_for_the_exit_itself() -> None:
+    """`_wait_exit` (a sandbox's teardown) returns once the process has exited and reaped it,
+    and gives up at its timeout on one that does not exit."""
+    import subprocess
+
+    from code_eval_taskpack.execution.sandbox import _wait_exit
+
+    quick = subprocess.Popen(["sh", "-c", "exit 3"])
+    _wait_exit(quick, timeout=10)
+    assert quick.returncode == 3
+    _wait_exit(quick, timeout=10)  # already reaped: returns at once
+    stuck = subprocess.Popen(["sleep", "30"])
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            _wait_exit(stuck, timeout=0.2)
+        assert stuck.returncode is None
+    finally:
+        stuck.kill()
+        stuck.wait()
