@@ -148,10 +148,11 @@ def judge_with(
         # its binaries differ from go build's (no module information): cached apart
         fingerprint = f"{fingerprint or runtime.fingerprint()}|{go_direct.KEY}"
     run_argv = runtime.run
-    if startup.needs_prelude(run_argv):
-        prelude = _interpreter_prelude(runtime, session_backend, isolation)
+    placeholder = startup.needed(run_argv)
+    if placeholder is not None:
+        prelude = _interpreter_prelude(runtime, placeholder, session_backend, isolation)
         if prelude is not None:
-            values[startup.PLACEHOLDER] = str(prelude.path)
+            values[placeholder] = str(prelude.path)
             ro_paths.append(str(prelude.directory))
         else:
             run_argv = tuple(runtime.raw.get("run_classic") or ())
@@ -258,12 +259,13 @@ def _prober(runtime: Runtime, backend: Backend, isolation: str, purpose: str) ->
 
 
 def _interpreter_prelude(
-    runtime: Runtime, backend: Backend, isolation: str
+    runtime: Runtime, placeholder: str, backend: Backend, isolation: str
 ) -> startup.Prelude | None:
-    """The start-up prelude of an interpreter (local backend only: it lives on this host)."""
+    """What an interpreter's start-up placeholder stands for (local backend only: it lives on
+    this host)."""
     if not isinstance(backend, LocalBackend):
         return None
-    return startup.ruby_prelude(runtime, _prober(runtime, backend, isolation, "run"))
+    return startup.prepare(runtime, placeholder, _prober(runtime, backend, isolation, "run"))
 
 
 def _go_tools(

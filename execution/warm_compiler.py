@@ -4,9 +4,9 @@ turn.
 A cold `javac` pays about 0.5 s and `kotlinc` about 2.5 s of JVM start-up, class loading and
 JIT warm-up per program, and a cold `mcs` about 0.2 s of Mono start-up and JIT. Here a compile
 server (`java/CompileServer.java` for javac and kotlinc, `mono/CompileServer.cs` for mcs) runs
-the same compiler in-process for many programs, inside a sandbox of its own (same launcher, namespaces,
-read-only toolchain, no network, unprivileged uid, seccomp, one cgroup and limits for the server
-as a whole), with the cold compile's own arguments in a work dir wiped before and after every
+the same compiler in-process for many programs, inside a sandbox of its own (same launcher,
+namespaces, read-only toolchain, no network, unprivileged uid, seccomp, one cgroup and limits for
+the server as a whole), with the cold compile's own arguments in a work dir wiped before and after every
 program. Only two answers are trusted: "compiled" (the output files, laid out exactly as a cold
 compile leaves them) and "compile error" (the compiler's own error status and text). Anything
 else (a timeout, the server's heap cap, a compiler crash, an output past the cap, the server or
@@ -21,8 +21,8 @@ compiler's interpreted ones).
 
 A warm compile has no cgroup of its own: its CPU time is the compile thread's (JVM: JIT and GC
 threads are not counted; Mono: the server process's, all threads) and its wall time is recorded
-next to it. Switch: the environment
-variable CODE_EVAL_WARM_COMPILERS=0 turns the warm path off (every compile cold).
+next to it. Switch: the environment variable CODE_EVAL_WARM_COMPILERS=0 turns the warm path off
+(every compile cold).
 """
 
 from __future__ import annotations

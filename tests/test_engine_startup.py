@@ -1,5 +1,6 @@
 """Ruby without RubyGems: the bundled gems stay reachable, error messages and verdicts stay those
-of the classic command line, and the prelude is the toolchain's own (probed in the sandbox)."""
+of the classic command line, and the prelude is the toolchain's own (probed in the sandbox).
+CPython reads its standard library's -OO bytecode from a shared read-only folder."""
 
 from __future__ import annotations
 
@@ -66,3 +67,57 @@ def test_the_prelude_lists_the_sandboxed_toolchain_gems() -> None:
     text = Path(prelude).read_text(encoding="utf-8")
     assert "/prime-" in text and "/matrix-" in text
     assert "/var/lib/gems" not in text  # the host's user gems are not in the sandbox's view
+
+
+# -- CPython: the standard library's -OO bytecode -------------------------------------------
+
+PY_PROGRAMS = {
+    # the modules are read from the shared bytecode (the file behind __cached__ exists), their
+    # docstrings are gone (-OO) and asserts are off, exactly as when compiled in memory
+    "imports": "import sys, os, re, random, typing, collections, heapq, fractions\n"
+    "n = int(input())\nassert False, 'asserts are off under -OO'\n"
+    "print(sum(collections.Counter(re.findall('a', 'a' * n)).values()) + 7)\n"
+    "print(heapq.__doc__, sys.flags.optimize, os.path.exists(heapq.__cached__))\n",
+    "wrong": "print(int(input()))\n",
+    "crash": "import json\njson.loads('{')\n",
+}
+PY_TESTS = (TestCase("3\n", ("10\nNone 2 True\n",)),)
+
+
+@pytest.mark.parametrize("classic", [False, True])
+def test_python_bytecode_verdicts_and_output(classic: bool) -> None:
+    require_runtime("Python 3")
+    runtime = load_registry(classic=classic).runtimes["Python 3"]
+    engine = Engine(workers=2)
+    out = {
+        n: engine.judge_as(Job("Python 3", s, PY_TESTS, id=n), runtime)
+        for n, s in PY_PROGRAMS.items()
+    }
+    for r in out.values():
+        assert any(a.startswith("pycache_prefix=") for a in r.runtime["run_argv"]) != classic
+    verdicts = {k: r.verdict.value for k, r in out.items()}
+    # classic: the stdlib is compiled in memory each time (no .opt-2.pyc behind __cached__)
+    imports = "PASSED" if not classic else "WRONG_ANSWER"
+    assert verdicts == {"imports": imports, "wrong": "WRONG_ANSWER", "crash": "RUNTIME_ERROR"}
+    first = out["imports"].tests[0].stdout.splitlines()
+    assert first == ["10", f"None 2 {not classic}"]
+    assert "json.decoder.JSONDecodeError" in out["crash"].tests[0].stderr
+
+
+def test_python_bytecode_is_read_only_to_programs() -> None:
+    """A program cannot leave bytecode behind for the next one: the folder is mounted read-only."""
+    require_runtime("Python 3")
+    src = (
+        "import sys, os\np = os.path.join(sys.pycache_prefix, 'usr', 'poison.pyc')\n"
+        "try:\n    open(p, 'wb').write(b'x')\n    print('written')\n"
+        "except OSError as e:\n    print(type(e).__name__)\n"
+        "print(sys.pycache_prefix.endswith('/pycache'))\n"
+    )
+    r = Engine(workers=1).judge(Job("Python 3", src, (TestCase("", ("",)),)))
+    lines = r.tests[0].stdout.splitlines()
+    assert lines[0] in ("OSError", "PermissionError", "FileNotFoundError"), lines
+    assert lines[1] == "True"
+    prefix = next(a for a in r.runtime["run_argv"] if a.startswith("pycache_prefix="))
+    folder = Path(prefix.split("=", 1)[1])
+    assert any(folder.rglob("heapq.*.opt-2.pyc"))
+    assert not any(folder.rglob("poison.pyc"))

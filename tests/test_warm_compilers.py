@@ -50,10 +50,18 @@ def judge(lang: str, src: str, tests: list[TestCase], warm: bool, mp: pytest.Mon
 
 # -- real programs: correct, wrong, crashing, compile errors, packages, main variations ---------
 
+
+def _common(lang: str) -> dict[str, tuple[str, Verdict]]:
+    """The programs every language has: right, wrong, not compiling."""
+    return {
+        "lucky": (LUCKY[lang], Verdict.PASSED),
+        "lucky_wrong": (wrong(lang), Verdict.WRONG_ANSWER),
+        "compile_error": (COMPILE_ERROR[lang], Verdict.COMPILATION_ERROR),
+    }
+
+
 JAVA_PROGRAMS: dict[str, tuple[str, Verdict]] = {
-    "lucky": (LUCKY["Java"], Verdict.PASSED),
-    "lucky_wrong": (wrong("Java"), Verdict.WRONG_ANSWER),
-    "compile_error": (COMPILE_ERROR["Java"], Verdict.COMPILATION_ERROR),
+    **_common("Java"),
     "package": (
         "package solution.impl;\nimport java.util.*;\npublic class Solver {\n"
         "  static class Pair { long a; Pair(long a) { this.a = a; } }\n"
@@ -83,9 +91,7 @@ JAVA_PROGRAMS: dict[str, tuple[str, Verdict]] = {
 }
 
 KOTLIN_PROGRAMS: dict[str, tuple[str, Verdict]] = {
-    "lucky": (LUCKY["Kotlin"], Verdict.PASSED),
-    "lucky_wrong": (wrong("Kotlin"), Verdict.WRONG_ANSWER),
-    "compile_error": (COMPILE_ERROR["Kotlin"], Verdict.COMPILATION_ERROR),
+    **_common("Kotlin"),
     "main_args": (
         "fun main(args: Array<String>) {\n    val n = readLine()!!.trim().toInt()\n"
         "    println((1L shl (n + 1)) - 2)\n}\n",
@@ -104,9 +110,7 @@ KOTLIN_PROGRAMS: dict[str, tuple[str, Verdict]] = {
 }  # fmt: skip
 
 CSHARP_PROGRAMS: dict[str, tuple[str, Verdict]] = {
-    "lucky": (LUCKY["C#"], Verdict.PASSED),
-    "lucky_wrong": (wrong("C#"), Verdict.WRONG_ANSWER),
-    "compile_error": (COMPILE_ERROR["C#"], Verdict.COMPILATION_ERROR),
+    **_common("C#"),
     "linq_bigint_struct": (
         "using System;\nusing System.Linq;\nusing System.Numerics;\nusing System.Collections.Generic;\n"
         "namespace Solution {\n  enum Mode { A, B }\n  struct Pair { public long V; }\n"
