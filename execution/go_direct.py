@@ -13,8 +13,8 @@ program may not import (`internal` and `vendor` packages, which the go command r
 Same compile: the same compiler on the same source with the flags go build gives a main package
 (`-p main -complete`), linked with go build's `-s -w`, against the same archives. Whenever the
 direct build fails for any reason (a compile error, an import outside the listed packages, cgo,
-`go:embed`, a package other than main) the command runs `go build` as before, so every failing
-compile is decided, and reported, by the go command. A source with build constraints
+`go:embed`, a package other than main) the engine runs `go build` as before, under fresh
+limits, so every failing compile is decided, and reported, by the go command. A source with build constraints
 (`//go:build`, `// +build`) always goes to `go build`, which may exclude the file. What differs
 in the binary: no build ID of the go command and no embedded module information
 (`runtime/debug.ReadBuildInfo` reports none).
