@@ -17,8 +17,10 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -60,6 +62,25 @@ def atomic_write(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def atomic_folder(path: Path, build: Callable[[Path], None]) -> None:
+    """Make the folder `path` by `build(tmp)` in a temporary sibling, made readable by every uid
+    (a sandbox's own reads it) and renamed into place: a reader sees no folder or the whole one.
+    When another process renamed its own first, that one stays. Whatever `build` raises is
+    raised, with the temporary folder removed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
+    try:
+        build(tmp)
+        for folder, _, files in os.walk(tmp):
+            os.chmod(folder, 0o755)
+            for name in files:
+                os.chmod(os.path.join(folder, name), 0o644)
+        with contextlib.suppress(OSError):  # another process won the race
+            tmp.rename(path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def job_key(job: Job, fingerprint: Fingerprint) -> str:

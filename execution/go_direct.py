@@ -61,16 +61,17 @@ class Tools:
     directory: Path
 
 
-def parse_probe(stdout: bytes) -> tuple[str, list[str]] | None:
-    """(tool dir, importcfg lines) from the probe's output, or None when it is not what a Go
-    toolchain prints (plain absolute paths, plain package paths)."""
+def parse_probe(stdout: bytes) -> tuple[str, list[tuple[str, str]]] | None:
+    """(tool dir, [(package, archive)] of the packages not stale) from the probe's output, or
+    None when it is not what a Go toolchain prints (plain absolute paths, plain package
+    paths)."""
     try:
         lines = stdout.decode("utf-8").splitlines()
     except UnicodeDecodeError:
         return None
     if len(lines) < 2 or not _plain_path(lines[0]):
         return None
-    tooldir, cfg = lines[0], []
+    tooldir, fresh_packages = lines[0], []
     for line in lines[1:]:
         parts = line.split(" ")
         if len(parts) != 3 or parts[1] not in ("true", "false") or not _PACKAGE.fullmatch(parts[0]):
@@ -78,10 +79,10 @@ def parse_probe(stdout: bytes) -> tuple[str, list[str]] | None:
         package, stale, target = parts
         fresh = stale == "false" and target.endswith(".a") and _plain_path(target)
         if fresh and os.path.isfile(target):
-            cfg.append(f"packagefile {package}={target}")
-    if not any(c.startswith("packagefile runtime=") for c in cfg):
+            fresh_packages.append((package, target))
+    if not any(package == "runtime" for package, _ in fresh_packages):
         return None  # no compiled standard library (Go 1.20+), or the runtime is stale
-    return tooldir, cfg
+    return tooldir, fresh_packages
 
 
 def _plain_path(p: str) -> bool:
@@ -109,13 +110,17 @@ def _make(runtime: Runtime, probe: Prober) -> Tools | None:
     parsed = parse_probe(out) if out is not None else None
     if parsed is None:
         return None
-    tooldir, cfg = parsed
+    tooldir, packages = parsed
     compile_tool, link_tool = f"{tooldir}/compile", f"{tooldir}/link"
     if not (os.access(compile_tool, os.X_OK) and os.access(link_tool, os.X_OK)):
         return None
-    public = [line for line in cfg if importable(line.split(" ", 1)[1].split("=", 1)[0])]
+
+    def importcfg(listed: list[tuple[str, str]]) -> str:
+        return "".join(f"packagefile {package}={target}\n" for package, target in listed)
+
+    public = [(package, target) for package, target in packages if importable(package)]
     directory = publish(
-        runtime, {IMPORTCFG: "\n".join(public) + "\n", IMPORTCFG_LINK: "\n".join(cfg) + "\n"}
+        runtime, {IMPORTCFG: importcfg(public), IMPORTCFG_LINK: importcfg(packages)}
     )
     if directory is None:
         return None

@@ -32,15 +32,13 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cache import atomic_write, cache_root
+from .cache import atomic_folder, atomic_write, cache_root
 from .languages import Runtime
 
 PLACEHOLDER = "ruby_prelude"
@@ -81,10 +79,6 @@ def needed(argv: tuple[str, ...]) -> str | None:
     return None
 
 
-def needs_prelude(argv: tuple[str, ...]) -> bool:
-    return needed(argv) is not None
-
-
 def prelude_text(paths: list[str]) -> str:
     return (
         "# RubyGems is off (--disable-gems): what a program could notice of it, kept\n"
@@ -104,11 +98,6 @@ def parse_paths(stdout: bytes) -> list[str] | None:
     return lines if ok else None
 
 
-def ruby_prelude(runtime: Runtime, probe: Prober) -> Prelude | None:
-    """The prelude of `runtime` (made once per fingerprint and process), or None."""
-    return prepare(runtime, PLACEHOLDER, probe)
-
-
 def prepare(runtime: Runtime, name: str, probe: Prober) -> Prelude | None:
     """What the placeholder `name` of `runtime` stands for (made once per fingerprint and
     process), or None: run the classic command line."""
@@ -122,7 +111,8 @@ def prepare(runtime: Runtime, name: str, probe: Prober) -> Prelude | None:
 def _bytecode(runtime: Runtime) -> Prelude | None:
     """The standard library of `runtime` compiled at optimisation level 2 under a folder of its
     own (kept across processes: its folder is complete once it has been renamed into place)."""
-    if runtime.binary is None:
+    binary = runtime.binary
+    if binary is None:
         return None
     digest = hashlib.sha256(json.dumps([runtime.fingerprint(), BYTECODE_SKIP]).encode())
     directory = cache_root() / "startup" / f"bytecode-{digest.hexdigest()[:32]}"
@@ -130,13 +120,7 @@ def _bytecode(runtime: Runtime) -> Prelude | None:
         return Prelude(path=directory / BYTECODE_DIR, directory=directory)
     try:
         found = subprocess.run(
-            [
-                runtime.binary,
-                "-I",
-                "-S",
-                "-c",
-                "import sysconfig; print(sysconfig.get_path('stdlib'))",
-            ],
+            [binary, "-I", "-S", "-c", "import sysconfig; print(sysconfig.get_path('stdlib'))"],
             capture_output=True,
             timeout=60,
             check=True,
@@ -144,14 +128,13 @@ def _bytecode(runtime: Runtime) -> Prelude | None:
         stdlib = found.stdout.decode().strip()
         if not stdlib.startswith("/") or "\n" in stdlib or not os.path.isdir(stdlib):
             return None
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".bytecode-", dir=directory.parent))
     except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
         return None
-    try:
+
+    def build(tmp: Path) -> None:
         prefix = tmp / BYTECODE_DIR
         done = subprocess.run(
-            [runtime.binary, "-I", "-S", "-X", f"pycache_prefix={prefix}", "-m", "compileall",
+            [binary, "-I", "-S", "-X", f"pycache_prefix={prefix}", "-m", "compileall",
              "-q", "-o", "2", "-x", BYTECODE_SKIP, stdlib],
             capture_output=True,
             timeout=BYTECODE_TIMEOUT_S,
@@ -159,17 +142,12 @@ def _bytecode(runtime: Runtime) -> Prelude | None:
         # compileall says 1 when a file does not compile (such files are compiled, and fail,
         # in the program's sandbox as before); anything else, or no bytecode at all, is a failure
         if done.returncode not in (0, 1) or not any(prefix.rglob("*.opt-2.pyc")):
-            return None
-        for folder, _, files in os.walk(tmp):
-            os.chmod(folder, 0o755)  # read by the sandbox's own uid
-            for f in files:
-                os.chmod(os.path.join(folder, f), 0o644)
-        with contextlib.suppress(OSError):  # another process may have won the race
-            tmp.rename(directory)
+            raise OSError(f"compileall of {stdlib} failed: {done.stderr[-500:]!r}")
+
+    try:
+        atomic_folder(directory, build)
     except (OSError, subprocess.SubprocessError):
         return None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     if not (directory / BYTECODE_DIR).is_dir():
         return None
     return Prelude(path=directory / BYTECODE_DIR, directory=directory)

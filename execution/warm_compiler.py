@@ -37,13 +37,12 @@ import shutil
 import struct
 import subprocess
 import tarfile
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cache import cache_root
+from .cache import atomic_folder, cache_root
 from .languages import Runtime
 from .limits import MB, Limits
 from .sandbox import Sandbox, SandboxError, SpawnedProcess, default_env
@@ -267,28 +266,15 @@ def server_classes(spec: ServerSpec) -> Path:
             return _classes[key]
         out = cache_root() / "warm-compiler" / key
         if not (out / product).is_file():
-            out.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=out.parent))
-            if spec.mode == "mcs":
-                build = [
-                    spec.builder,
-                    "-nologo",
-                    "-optimize+",
-                    f"-out:{tmp / product}",
-                    str(source),
-                ]
-            else:
-                build = [spec.builder, "-nowarn", "-d", str(tmp), str(source)]
-            try:
-                subprocess.run(build, check=True, capture_output=True, timeout=120)
-                tmp.chmod(0o755)
-                try:
-                    tmp.rename(out)
-                except OSError:  # another process won the race
-                    shutil.rmtree(tmp, ignore_errors=True)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
+
+            def build(tmp: Path) -> None:
+                if spec.mode == "mcs":
+                    argv = [spec.builder, "-nologo", "-optimize+", f"-out:{tmp / product}"]
+                else:
+                    argv = [spec.builder, "-nowarn", "-d", str(tmp)]
+                subprocess.run([*argv, str(source)], check=True, capture_output=True, timeout=120)
+
+            atomic_folder(out, build)
         _classes[key] = out
         return out
 

@@ -33,8 +33,9 @@ EXPECTED = {
 
 
 def test_prelude_text_and_probe_parsing() -> None:
-    assert startup.needs_prelude(("ruby", "-r{ruby_prelude}", "main.rb"))
-    assert not startup.needs_prelude(("ruby", "main.rb"))
+    assert startup.needed(("ruby", "-r{ruby_prelude}", "main.rb")) == startup.PLACEHOLDER
+    assert startup.needed(("python3", "-X", "pycache_prefix={python_bytecode}")) == startup.BYTECODE
+    assert startup.needed(("ruby", "main.rb")) is None
     text = startup.prelude_text(["/usr/lib/ruby/gems/3.1.0/gems/prime-0.1.2/lib"])
     assert text.endswith('$LOAD_PATH.concat(["/usr/lib/ruby/gems/3.1.0/gems/prime-0.1.2/lib"])\n')
     assert startup.parse_paths(b"/a/lib\n/b/lib\n") == ["/a/lib", "/b/lib"]
