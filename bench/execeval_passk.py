@@ -45,6 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=4, help="requests in flight (n_workers)")
     parser.add_argument("--per-lang", type=int, default=None, help="first N programs per language")
     parser.add_argument("--out", type=Path, default=None, help="JSONL of every sample's outcome")
+    parser.add_argument(
+        "--use-sanitizer",
+        type=int,
+        default=0,
+        help="sent as this integer, as the authors' README runs eval_passk.py (--use_sanitizer 0)",
+    )
     args = parser.parse_args(argv)
     samples, db = shared_samples(
         args.data / "xcodeeval_chatgpt_direct" / "predictions.jsonl",
@@ -66,7 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         url = f"http://127.0.0.1:{server.server_address[1]}"
     start = time.monotonic()
     try:
-        report = evaluate(ExecEvalClient(url), samples, db, ks=(1,), n_workers=args.clients)
+        report = evaluate(
+            ExecEvalClient(url),
+            samples,
+            db,
+            ks=(1,),
+            n_workers=args.clients,
+            use_sanitizer=args.use_sanitizer,
+        )
     finally:
         if server is not None:
             server.shutdown()

@@ -12,13 +12,15 @@ what our engine runs:
   tool here differs (`csc` -> Mono `mcs`, JDK 17 `javac` without `-target 1.x`, Kotlin 1.3
   without `-language-version`, `clang++-14` -> another compiler when it is not installed); each
   adaptation is reported;
-- `execeval_limits`: the request's `limits` with ExecEval's meaning and defaults (`cpu` 2 s of
-  CPU per process, wall clock `cpu` x time factor; `_as` 2 GiB, +1 GiB for JVM languages, applied
-  as the memory cgroup limit instead of an address-space limit; `nofile`; `nproc` as
-  RLIMIT_NPROC) and a report of what was applied and what was not;
+- `execeval_limits`: the request's `limits` with ExecEval's meaning and defaults (`cpu`, 2 s,
+  only as the wall clock `cpu` x time factor: ExecEval passes every limit but `cpu` to prlimit,
+  so it has no CPU-time limit; `_as` 2 GiB, +1 GiB for JVM languages, applied as the memory
+  cgroup limit instead of an address-space limit; `nofile`; `nproc` as RLIMIT_NPROC; no `limits`
+  at all is the runtime's `limits_by_lang.yaml` entry) and a report of what was applied and what
+  was not;
 - `execeval_outcome`: our verdict of a test mapped onto ExecEval's six outcomes, with ExecEval's
-  rules (a crash with empty stderr, or stderr naming a memory error, is MEMORY_LIMIT_EXCEEDED; the
-  per-process CPU limit kills silently, hence MEMORY_LIMIT_EXCEEDED too).
+  rules (a crash with empty stderr, or stderr naming a memory error, is MEMORY_LIMIT_EXCEEDED; a
+  time kill is TIME_LIMIT_EXCEEDED whatever stderr holds).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .languages import Runtime
-from .limits import RunOverrides
+from .limits import RunOverrides, cpu_count
 from .sandbox import DEFAULT_PATH, is_system_path
 from .types import TestResult, Verdict
 
@@ -170,6 +172,33 @@ def _table() -> list[ExecEvalRuntime]:
 
 #: ExecEval's runtime list, by exact name (the spelling its clients filter on)
 EXECEVAL_RUNTIMES: dict[str, ExecEvalRuntime] = {r.name: r for r in _table()}
+
+
+def _limits_by_lang() -> dict[str, dict[str, int]]:
+    table: dict[str, dict[str, int]] = {}
+    for entry in EXECEVAL_RUNTIMES.values():
+        name = entry.name
+        if name.startswith(("GNU C", "Clang++", "MS C++")):
+            table[name] = {"nofile": 0}
+        elif entry.compile_cmd == "csc":
+            table[name] = {"nofile": 4, "nproc": 4, "fsize": 1073741824}
+        elif entry.execute_cmd == "node":
+            table[name] = {"nofile": 25, "nproc": 25}
+        elif entry.vm:
+            table[name] = {"nofile": 25, "nproc": 23}
+        elif name == "Go":
+            table[name] = {"nofile": 0, "nproc": 7}
+        elif name.startswith("Ruby"):
+            table[name] = {"nofile": 10}
+        else:  # Python, PyPy, Rust, PHP
+            table[name] = {"nofile": 4}
+    return table
+
+
+#: ExecEval's per-runtime limits (`limits_by_lang.yaml`, see ../shared/docs/EXECEVAL_RUNTIMES.md):
+#: its client sends the runtime's entry as `limits` with every request, and its server applies
+#: the entry itself to a request whose `limits` is missing or null
+EXECEVAL_LIMITS_BY_LANG: dict[str, dict[str, int]] = _limits_by_lang()
 
 
 class CompatError(ValueError):
@@ -390,9 +419,11 @@ def _int_limit(raw: dict[str, Any], key: str) -> int:
 
 
 def execeval_limits(entry: ExecEvalRuntime, runtime: Runtime, raw: Any) -> LimitsPlan:
-    """ExecEval's meaning of `limits` (its defaults for absent fields) on our mechanisms."""
+    """ExecEval's meaning of `limits` on our mechanisms: an object's absent fields take the
+    `ResourceLimits` defaults; no `limits` at all (missing or null) is the runtime's entry of
+    `limits_by_lang.yaml` over those defaults, as ExecEval's server does."""
     if raw is None:
-        raw = {}
+        raw = dict(EXECEVAL_LIMITS_BY_LANG.get(entry.name, {}))
     if not isinstance(raw, dict):
         raise CompatError("limits", f"must be an object, got {type(raw).__name__}")
     unknown = sorted(set(raw) - set(DEFAULT_LIMITS) - {"memory_mb"})
@@ -407,8 +438,15 @@ def execeval_limits(entry: ExecEvalRuntime, runtime: Runtime, raw: Any) -> Limit
     if isinstance(cpu, bool) or not isinstance(cpu, int | float) or not 0 < cpu <= MAX_TIME_S:
         raise CompatError("limits.cpu", f"must be a positive number of seconds, <= {MAX_TIME_S}")
     wall = float(cpu) * runtime.time_factor
-    applied["cpu"] = f"{float(cpu):g} s of CPU per test (a silent kill, as RLIMIT_CPU)"
-    applied["wall"] = f"{wall:g} s (cpu x time factor {runtime.time_factor:g}): TIME_LIMIT_EXCEEDED"
+    # ExecEval gives prlimit every limit but `cpu`: its only time limit is the wall clock. The
+    # CPU budget here is the most CPU the wall budget allows on this machine, so the wall clock
+    # decides, as there (a budget of `cpu` alone would stop a Python program at 2 s of CPU that
+    # ExecEval lets run for 6 s)
+    cpu_budget = wall * cpu_count()
+    applied["cpu"] = (
+        f"{wall:g} s of wall clock (cpu x time factor {runtime.time_factor:g}): "
+        "TIME_LIMIT_EXCEEDED; no CPU-time limit below it, as ExecEval"
+    )
     if raw.get("memory_mb") is not None:
         mem = raw["memory_mb"]
         if isinstance(mem, bool) or not isinstance(mem, int | float) or not mem >= 1:
@@ -454,7 +492,7 @@ def execeval_limits(entry: ExecEvalRuntime, runtime: Runtime, raw: Any) -> Limit
         if key in raw:
             not_applied[key] = "not applied (no effect on the verdicts of judged programs)"
     overrides = RunOverrides(
-        cpu_s=float(cpu),
+        cpu_s=cpu_budget,
         wall_s=wall,
         open_files=nofile,
         nproc_rlimit=max(1, nproc),
@@ -481,9 +519,9 @@ def execeval_outcome(t: TestResult) -> str:
     """ExecEval's outcome for one judged test (never INFRA_ERROR: the caller handles it)."""
     v = t.verdict
     if v is Verdict.TIME_LIMIT_EXCEEDED:
-        # ExecEval's CPU limit is an rlimit: its SIGXCPU kill is silent, hence "MLE" there;
-        # only the wall-clock timeout is its TLE
-        return "TIME_LIMIT_EXCEEDED" if t.detail.startswith("wall") else "MEMORY_LIMIT_EXCEEDED"
+        # ExecEval's one time limit is its wall clock, and a test it stops is TLE whatever it
+        # printed; the CPU budget of `execeval_limits` never fires before that wall clock
+        return "TIME_LIMIT_EXCEEDED"
     if v is Verdict.OUTPUT_LIMIT_EXCEEDED:
         return "WRONG_ANSWER"  # ExecEval has no output cap: it compares what was printed
     if v is Verdict.RUNTIME_ERROR:

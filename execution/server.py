@@ -95,12 +95,27 @@ class Prepared:
 
 
 def _flag(body: dict[str, Any], key: str, default: bool) -> bool:
-    value = body.get(key, default)
-    if value is None:
+    """A flag read as ExecEval reads it: `form.get(key, default)`, then used by truthiness.
+
+    Accepted: JSON booleans; integers (what `eval_passk.py --use_sanitizer 0` sends, its flags
+    being parsed by `fire`), 0 false and any other true; null, which `form.get` returns as None,
+    hence false (not the default). Refused, naming the field: strings (ExecEval takes any
+    non-empty one, "false" and "0" included, as true: the sender cannot have meant that),
+    floats, lists and objects (no client of ExecEval's sends them for a flag)."""
+    if key not in body:
         return default
-    if not isinstance(value, bool):
-        raise BadRequest(f"field {key!r}: must be true or false")
-    return value
+    value = body[key]
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value != 0
+    if isinstance(value, str):
+        why = "ExecEval would read any non-empty string, even 'false' or '0', as true"
+    else:
+        why = f"got {type(value).__name__}"
+    raise BadRequest(f"field {key!r}: must be true, false, an integer (0 is false) or null; {why}")
 
 
 def prepare_request(body: Any, mode: str = "default", comparator: str = "default") -> Prepared:

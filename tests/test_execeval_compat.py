@@ -92,7 +92,9 @@ def _outcomes(reply: Any) -> list[str | None]:
         (Verdict.WRONG_ANSWER, "", "", "WRONG_ANSWER"),
         (Verdict.OUTPUT_LIMIT_EXCEEDED, "", "output limit exceeded", "WRONG_ANSWER"),
         (Verdict.TIME_LIMIT_EXCEEDED, "", "wall time limit", "TIME_LIMIT_EXCEEDED"),
-        (Verdict.TIME_LIMIT_EXCEEDED, "", "cpu time limit", "MEMORY_LIMIT_EXCEEDED"),
+        # ExecEval has no CPU-time limit (prlimit gets every limit but `cpu`): a time kill is TLE
+        (Verdict.TIME_LIMIT_EXCEEDED, "", "cpu time limit", "TIME_LIMIT_EXCEEDED"),
+        (Verdict.TIME_LIMIT_EXCEEDED, "PHP Notice", "wall time limit", "TIME_LIMIT_EXCEEDED"),
         (Verdict.RUNTIME_ERROR, "", "killed by SIGSEGV", "MEMORY_LIMIT_EXCEEDED"),
         (
             Verdict.RUNTIME_ERROR,
@@ -116,7 +118,8 @@ def test_limits_have_execevals_meaning_and_defaults() -> None:
     entry, rt = EXECEVAL_RUNTIMES["Python 3"], resolve("Python 3")
     plan = execeval_limits(entry, rt, {"nofile": 4})
     assert plan.memory_mb == 2048 and plan.time_limit_s == 2.0
-    assert plan.overrides.cpu_s == 2.0 and plan.overrides.wall_s == 2.0 * rt.time_factor
+    assert plan.overrides.wall_s == 2.0 * rt.time_factor
+    assert plan.overrides.cpu_s is not None and plan.overrides.cpu_s >= plan.overrides.wall_s
     assert plan.overrides.open_files == 4 and plan.overrides.nproc_rlimit == 1
     assert "fsize" in plan.not_applied
     java = execeval_limits(EXECEVAL_RUNTIMES["Java 8"], resolve("Java 8"), {})

@@ -26,45 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from code_eval_taskpack.execution.execeval_compat import EXECEVAL_LIMITS_BY_LANG
 from code_eval_taskpack.utils.metrics import pass_at_k
 from lm_eval_tasks.xcodeeval.data import Problem, read_jsonl
 
-_C_LIKE: tuple[str, ...] = (
-    "GNU C",
-    "GNU C11",
-    "GNU C++",
-    "GNU C++0x",
-    "GNU C++11",
-    "GNU C++14",
-    "GNU C++17",
-)
-_C_LIKE += ("GNU C++17 (64)", "GNU C++20 (64)", "GNU C++20", "GNU C++17 Diagnostics")
-_C_LIKE += ("Clang++17 Diagnostics", "Clang++17", "Clang++20 Diagnostics", "Clang++20")
-_C_LIKE += ("Clang++14", "Clang++11", "MS C++", "MS C++ 2017")
-
-
-def _limits_table() -> dict[str, dict[str, int]]:
-    table: dict[str, dict[str, int]] = {name: {"nofile": 0} for name in _C_LIKE}
-    for name in ("MS C#", "C# 10", "C# 8", "Mono C#", ".NET Core C#"):
-        table[name] = {"nofile": 4, "nproc": 4, "fsize": 1073741824}
-    for name in ("PyPy 2", "Python 2", "PyPy 3", "PyPy 3-64", "Python 3", "Python 3 + libs"):
-        table[name] = {"nofile": 4}
-    for name in ("JavaScript", "Node js", "Node.js"):
-        table[name] = {"nofile": 25, "nproc": 25}
-    for name in ("Rust", "Rust 2021", "Rust 2018", "Rust 2015", "PHP", "PHP 8.1"):
-        table[name] = {"nofile": 4}
-    for name in ("Java 6", "Java 7", "Java 1.5", "Java 8", "Java 11", "Java 17"):
-        table[name] = {"nofile": 25, "nproc": 23}
-    table["Go"] = {"nofile": 0, "nproc": 7}
-    for name in ("Ruby", "Ruby 3"):
-        table[name] = {"nofile": 10}
-    for name in ("Kotlin", "Kotlin 1.4", "Kotlin 1.5", "Kotlin 1.6", "Kotlin 1.7"):
-        table[name] = {"nofile": 25, "nproc": 23}
-    return table
-
-
 #: the authors' `limits_by_lang.yaml`, as shipped (see ../shared/docs/EXECEVAL_RUNTIMES.md)
-LIMITS_BY_LANG: dict[str, dict[str, int]] = _limits_table()
+LIMITS_BY_LANG: dict[str, dict[str, int]] = EXECEVAL_LIMITS_BY_LANG
 
 #: the runtime each cluster of the shared ChatGPT predictions is judged with (ExecEval's figures
 #: are for these names)
@@ -125,9 +92,9 @@ class ExecEvalClient:
         source_code: str,
         unittests: list[dict[str, Any]],
         limits: dict[str, Any] | None,
-        block_network: bool = True,
-        stop_on_first_fail: bool = True,
-        use_sanitizer: bool = False,
+        block_network: bool | int = True,
+        stop_on_first_fail: bool | int = True,
+        use_sanitizer: bool | int = False,
         compile_cmd: str | None = None,
         compile_flags: str | None = None,
         execute_cmd: str | None = None,
@@ -191,8 +158,13 @@ def evaluate(
     limits_by_lang: Mapping[str, dict[str, Any]] = LIMITS_BY_LANG,
     commands_by_lang: Mapping[str, Mapping[str, str | None]] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    block_network: bool | int = True,
+    stop_on_first_fail: bool | int = True,
+    use_sanitizer: bool | int = False,
 ) -> PassKReport:
-    """eval_passk's loop: filter samples as it does, one request each, pass@k over task_id."""
+    """eval_passk's loop: filter samples as it does, one request each, pass@k over task_id.
+    The three flags are sent as given, as eval_passk does: its command line (`fire`) makes
+    `--use_sanitizer 0` the integer 0, which its authors' README passes."""
     report = PassKReport()
     supported = {r["runtime_name"] for r in client.get_runtimes()}
     commands_by_lang = commands_by_lang or {}
@@ -216,9 +188,9 @@ def evaluate(
             sample["source_code"],
             tests,
             limits_by_lang[lang],
-            True,
-            True,
-            False,
+            block_network,
+            stop_on_first_fail,
+            use_sanitizer,
             cmds.get("compile_cmd"),
             cmds.get("compile_flags"),
             cmds.get("execute_cmd"),
