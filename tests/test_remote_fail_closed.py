@@ -304,3 +304,46 @@ def test_a_result_judged_without_required_layers_is_not_a_verdict() -> None:
         assert record["verdict"] == "INFRA_ERROR", record
         assert "pid_namespace" in record["detail"] and "mount_namespace" in record["detail"]
         assert url in record["detail"]
+
+
+# -- the other direction: the judge server bounds what it is sent ------------------------------
+
+
+def test_the_server_bounds_the_bodies_it_holds_at_once() -> None:
+    """Bodies are read whole before admission: a client announcing a large body and dripping it
+    takes its part of the budget, and another large body meanwhile gets 503 with Retry-After
+    instead of one more copy in memory; the stalled client gets 408 and its part comes back."""
+    import http.client
+    import socket
+
+    srv = make_server("127.0.0.1", 0, workers=1, body_timeout=2.0, body_budget=1 << 20)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port = srv.server_address[1]
+    big = json.dumps({"job": {"language": "Nope", "pad": " " * 700_000}}).encode()
+
+    def post() -> tuple[int, dict[str, str]]:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            conn.request("POST", "/api/judge", body=big)
+            resp = conn.getresponse()
+            resp.read()
+            return resp.status, dict(resp.getheaders())
+        finally:
+            conn.close()
+
+    try:
+        stalled = socket.create_connection(("127.0.0.1", port), timeout=30)
+        stalled.sendall(b"POST /api/judge HTTP/1.1\r\nContent-Length: 700000\r\n\r\n{")
+        guard = time.monotonic() + 10
+        while srv._body_bytes == 0 and time.monotonic() < guard:  # headers read, body reserved
+            time.sleep(0.02)
+        status, headers = post()
+        assert status == 503 and int(headers["Retry-After"]) >= 1
+        answer = stalled.recv(4096)  # the body deadline: 408, connection closed
+        stalled.close()
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
+        status, _ = post()
+        assert status == 400  # read and refused on its merits: the budget was given back
+    finally:
+        srv.shutdown()
+        srv.server_close()
