@@ -29,7 +29,8 @@ compatibility table.
 Load: the listen backlog is large, at most `workers + queue_size` requests are admitted (judging
 or waiting for a worker); any other gets 503 with `Retry-After`. Reading a request's line and
 headers, then its body, each have a deadline: a slow or stalled client gets 408 and its connection
-closed, and never holds an engine worker (bodies are read before admission).
+closed, and never holds an engine worker (bodies are read before admission). The bodies held at
+once, all connections together, stay within `BODY_BUDGET_BYTES` (503 with `Retry-After` beyond).
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ from .types import Job, Result, TestResult, Verdict
 from .version import ENGINE_VERSION
 
 MAX_BODY_BYTES = 256 * 1024 * 1024
+#: bytes of request bodies held at once, all connections together (each body is read whole
+#: before admission, so without it many large bodies in flight would multiply memory)
+BODY_BUDGET_BYTES = 2 * MAX_BODY_BYTES
 MIB = 1024 * 1024
 SERVER_MODES = ("default", "execeval")
 #: requests admitted beyond the ones being judged (each waits for a worker)
@@ -379,6 +383,7 @@ class ExecServer(ThreadingHTTPServer):
         header_timeout: float = HEADER_TIMEOUT_S,
         body_timeout: float = BODY_TIMEOUT_S,
         token: str | None = None,
+        body_budget: int = BODY_BUDGET_BYTES,
     ) -> None:
         refusal = bind_refusal(address[0], token)
         if refusal:
@@ -400,6 +405,20 @@ class ExecServer(ThreadingHTTPServer):
         self.token = token
         self._admitted = 0
         self._admit_lock = threading.Lock()
+        self.body_budget = body_budget
+        self._body_bytes = 0
+
+    def reserve_body(self, length: int) -> bool:
+        """Room for a body of `length` bytes within the budget of all bodies held at once."""
+        with self._admit_lock:
+            if self._body_bytes + length > self.body_budget:
+                return False
+            self._body_bytes += length
+            return True
+
+    def release_body(self, length: int) -> None:
+        with self._admit_lock:
+            self._body_bytes -= length
 
     def admit(self) -> bool:
         """Take a place (judging or waiting for a worker); False when all are taken."""
@@ -544,17 +563,36 @@ class Handler(BaseHTTPRequestHandler):
                 close=True,
             )
             return None
-        self._deadline = _Deadline(self.connection, self.server.body_timeout)
-        raw = self.rfile.read(length)
-        if self._end_phase() or len(raw) < length:
-            self._send_timeout()
+        if not self.server.reserve_body(length):
+            self._send(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                {"error": "server busy: too many request bytes in flight"},
+                close=True,
+                headers={"Retry-After": str(self.server.retry_after())},
+            )
             return None
+        raw: bytes | None = None
+        try:
+            self._deadline = _Deadline(self.connection, self.server.body_timeout)
+            raw = self.rfile.read(length)
+            if self._end_phase() or len(raw) < length:
+                self._send_timeout()
+                raw = None
+        finally:
+            if raw is None:
+                self.server.release_body(length)
         return raw
 
     def _post(self) -> None:
         raw = self._read_body()
         if raw is None:
             return
+        try:
+            self._post_body(raw)
+        finally:
+            self.server.release_body(len(raw))
+
+    def _post_body(self, raw: bytes) -> None:
         path = self.path.rstrip("/")
         if path == "/api/judge":
             self._judge(raw)
@@ -703,6 +741,7 @@ def make_server(
     backend: str | None = None,
     token: str | None = None,
     backend_options: dict[str, str] | None = None,
+    body_budget: int = BODY_BUDGET_BYTES,
 ) -> ExecServer:
     refusal = bind_refusal(host, token)  # before anything is built
     if refusal:
@@ -720,6 +759,7 @@ def make_server(
         header_timeout=header_timeout,
         body_timeout=body_timeout,
         token=token,
+        body_budget=body_budget,
     )
 
 

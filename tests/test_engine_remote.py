@@ -20,6 +20,7 @@ from code_eval_taskpack.execution.auth import bearer_matches, bind_refusal, new_
 from code_eval_taskpack.execution.backends import get_backend
 from code_eval_taskpack.execution.backends.remote import RemoteBackend
 from code_eval_taskpack.execution.cli import main as cli_main
+from code_eval_taskpack.execution.isolation import REQUIRED_LAYERS
 from code_eval_taskpack.execution.server import make_server
 from tests.conftest import require_runtime
 
@@ -247,7 +248,7 @@ def _good_result() -> dict[str, Any]:
         "verdict": "PASSED",
         "tests": [test, dict(test, stdout="4\n")],
         "compile": None,
-        "isolation": {"backend": "local"},
+        "isolation": {"backend": "local", **dict.fromkeys(REQUIRED_LAYERS, True)},
         "runtime": {"name": "Python 3"},
         "detail": "",
         "cached": False,

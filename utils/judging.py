@@ -62,12 +62,20 @@ def result_record(result: Any) -> dict[str, Any]:
 
 
 #: where a backend records who judged a program (`isolation` keys; see execution/backends)
-_JUDGE_PLACES = ("judged_by", "node", "container", "execeval_server")
+_JUDGE_PLACES = (
+    "judged_by",
+    "node",
+    "container",
+    "execeval_server",
+    "failed_servers",
+    "servers_out_of_rotation",
+)
 
 
 def judged_by(isolation: dict[str, Any]) -> dict[str, Any]:
-    """The backend that judged a program and, beyond one process, the server, node or image:
-    kept in every logged sample so a score says where its verdicts came from."""
+    """The backend that judged a program and, beyond one process, the server, node or image
+    (and the judge servers that failed or were out of rotation meanwhile): kept in every
+    logged sample so a score says where its verdicts came from."""
     out: dict[str, Any] = {"backend": isolation.get("backend", "local")}
     out.update({k: isolation[k] for k in _JUDGE_PLACES if k in isolation})
     return out

@@ -18,12 +18,12 @@ import abc
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
+from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
 from ..isolation import LAYERS, check_policy, policy_refusal
 from ..languages import Runtime, resolve
 from ..limits import Limits
 from ..sandbox import CommandOutcome, IsolationRefused
-from ..types import Job, Result
+from ..types import Job, Result, Verdict
 
 if TYPE_CHECKING:
     from ..compile_cache import CompileCache
@@ -176,3 +176,35 @@ class Backend(abc.ABC):
             session.close()
             raise IsolationRefused(refusal)
         return session
+
+
+def verdict_under_policy(
+    result: Result,
+    job: Job,
+    policy: str,
+    promised: Sequence[str],
+    input_limits: InputLimits,
+    where: str,
+) -> Result:
+    """`result` when its isolation snapshot meets `policy` for the layers `promised`, else an
+    INFRA_ERROR naming what was missing: for the backends that judge elsewhere (a server, a
+    node, a container), so a verdict judged under a weaker policy than asked is never returned.
+    An INFRA_ERROR stands as it is, and so does the one verdict reached without any sandbox (a
+    source over the size limit, a COMPILATION_ERROR this process can check itself)."""
+    if result.verdict is Verdict.INFRA_ERROR:
+        return result
+    if (
+        result.verdict is Verdict.COMPILATION_ERROR
+        and not result.tests
+        and source_too_large(job.source_code, input_limits)
+    ):
+        return result
+    refusal = policy_refusal(policy, promised, result.isolation, where)
+    if not refusal:
+        return result
+    return Result(
+        verdict=Verdict.INFRA_ERROR,
+        runtime=result.runtime,
+        isolation=result.isolation,
+        detail=f"the {result.verdict.value} judged by {where} does not stand: {refusal}",
+    )

@@ -23,7 +23,7 @@ from ..isolation import CONTAINER_LAYERS, REQUIRED_LAYERS, check_policy, policy_
 from ..languages import Runtime
 from ..sandbox import SandboxError
 from ..types import Job, Result, Verdict
-from .base import Backend, Session
+from .base import Backend, Session, verdict_under_policy
 from .seccomp_profile import write_profile
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -218,7 +218,8 @@ class ContainerBackend(Backend):
         result.isolation["backend"] = self.name
         result.isolation["container"] = {"image": self.image_id(), "runtime": self.runtime}
         result.isolation.update(c.layers)
-        return result
+        where = f"judge container {self.image}"
+        return verdict_under_policy(result, job, policy, self.required_layers, input_limits, where)
 
     def identity(self) -> str:
         return f"container:{self.image_id()[:19]}:{self.runtime}"

@@ -27,11 +27,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
-from ..isolation import check_policy
+from ..isolation import REQUIRED_LAYERS, check_policy
 from ..languages import Runtime, resolve
 from ..sandbox import SandboxError
 from ..types import Job, Result, Verdict
-from .base import Backend, Session
+from .base import Backend, Session, verdict_under_policy
 
 log = logging.getLogger(__name__)
 
@@ -315,6 +315,12 @@ class RayBackend(Backend):
                             "node": node,
                             "judged_by": f"ray:{node['host']}/{node['node_id'][:12]}",
                         }
+                        # the node's local backend promised the local sandbox's layers
+                        where = f"Ray node {node['host']}"
+                        job = items[i][0]
+                        result = verdict_under_policy(
+                            result, job, policy, REQUIRED_LAYERS, input_limits, where
+                        )
                         on_result(i, result)
         finally:
             for ref in pending:  # interrupted: stop what is still queued or running

@@ -3,46 +3,56 @@
 `--backend remote --servers URL[,URL...]`. Each job goes to the live server with the fewest
 requests in flight (round robin among equals), under a timeout derived from its limits. A
 connection error, a timeout or a malformed reply takes that server out of rotation for
-`DEAD_FOR_S` seconds and the job is retried on another one (bounded attempts); a 503 is retried
-after its `Retry-After`. Whatever happens, each job gets exactly one result, and that result
-says which server judged it (`isolation["judged_by"]`). A reply is hostile input: anything but a
+`DEAD_FOR_S` seconds (said on stderr) and the job is retried on another one (bounded attempts);
+a 503 is retried after its `Retry-After`. Whatever happens, each job gets exactly one result,
+and that result says which server judged it (`isolation["judged_by"]`), which failed it first
+(`failed_servers`) and which were out of rotation (`servers_out_of_rotation`). A reply is
+hostile input: one deadline bounds the whole exchange, its size and JSON values are bounded by
+what a result of the job can be (`remote_protocol.result_reply_bound`), and anything but a
 well-formed result consistent with the job is an INFRA_ERROR naming the server, never a verdict.
+Under `required`, every job checks its server's advertised policy and its result's isolation
+snapshot (`server_refusal`, `base.verdict_under_policy`), whatever front end asked.
 
 Cache keys and availability use the runtime as the servers report it (`/api/info`), so a server
 with another compiler version never shares cache entries with this host's. A server that is not
 ours but speaks ExecEval's API (no `/api/info`) is used best-effort: its verdicts and its
-isolation are its own, results say so (`isolation["execeval_server"]`), and it is refused under
-`--isolation required`.
+isolation are its own, results say so (`isolation["execeval_server"]`), and it never judges
+under `--isolation required`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import http.client
 import json
 import math
 import socket
+import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..auth import read_token
 from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
-from ..isolation import check_policy
+from ..isolation import REQUIRED_LAYERS, check_policy
 from ..languages import Runtime, resolve
 from ..limits import MB
 from ..sandbox import SandboxError
 from ..types import Job, Result, TestResult, Verdict
-from .base import Backend, Session
+from .base import Backend, Session, verdict_under_policy
 from .remote_protocol import (
-    MAX_REPLY_BYTES,
+    INFO_REPLY_BYTES,
     ProtocolError,
+    execeval_reply_bound,
     info_runtime_from_wire,
     job_to_wire,
+    parse_bounded,
     result_from_wire,
+    result_reply_bound,
 )
 
 #: seconds a failing server stays out of rotation
@@ -53,6 +63,8 @@ SLACK_S = 300.0
 #: longest wait a 503's Retry-After may ask for, and the most 503s one job accepts
 MAX_RETRY_AFTER_S = 30.0
 MAX_BUSY_REPLIES = 200
+#: JSON values an info reply may hold
+INFO_REPLY_VALUES = 200_000
 #: seconds a failed runtime lookup is remembered (no request storm while servers are down)
 NEGATIVE_TTL_S = 5.0
 EXECEVAL_OUTCOMES = {
@@ -66,6 +78,10 @@ EXECEVAL_OUTCOMES = {
         Verdict.COMPILATION_ERROR,
     )
 }
+
+
+class _Refused(Exception):
+    """A server that may not judge under the job's policy (not a failure of the server)."""
 
 
 class ServerError(Exception):
@@ -160,32 +176,36 @@ class RemoteBackend(Backend):
         raise SandboxError("the remote backend judges whole programs on its servers")
 
     def host_refusal(self, policy: str) -> str:
-        """Refused when no server answers, or (fail closed) when `policy` is "required" and a
-        server judges under a weaker policy or is not one of ours."""
+        """Refused when no server answers, or (fail closed) when a server may not judge under
+        `policy` (`server_refusal`: the same check `judge` applies to every job)."""
         check_policy(policy)
         errors = []
         reachable = 0
         for server in self.servers:
             try:
-                info = self._info(server)
+                self._info(server)
             except ServerError as exc:
                 errors.append(f"{server.url}: {exc}")
                 continue
             reachable += 1
-            if policy == "required" and (
-                server.kind != "ours" or info.get("isolation_policy") != "required"
-            ):
-                what = (
-                    "is an ExecEval server (its isolation is its own)"
-                    if server.kind != "ours"
-                    else f"judges with --isolation {info.get('isolation_policy')}"
-                )
-                return (
-                    f"judge server {server.url} {what}; use --isolation best-effort to accept "
-                    "its isolation as it is"
-                )
+            refusal = self.server_refusal(server, policy)
+            if refusal:
+                return f"{refusal}; use --isolation best-effort to accept its isolation as it is"
         if not reachable:
             return "no judge server reachable: " + "; ".join(errors)
+        return ""
+
+    def server_refusal(self, server: Server, policy: str) -> str:
+        """Why `server` (its `/api/info` already read) may not judge under `policy` ("" when it
+        may): under "required" it must be one of ours and judge with `--isolation required`."""
+        if check_policy(policy) != "required":
+            return ""
+        info = server.info or {}
+        if server.kind != "ours":
+            return f"judge server {server.url} is an ExecEval server (its isolation is its own)"
+        if info.get("isolation_policy") != "required":
+            shown = str(info.get("isolation_policy"))[:40]
+            return f"judge server {server.url} judges with --isolation {shown}"
         return ""
 
     def parallelism(self) -> int | None:
@@ -279,18 +299,27 @@ class RemoteBackend(Backend):
         timeout = self.timeout or _job_timeout(job, runtime)
         tried: list[str] = []
         errors: list[str] = []
+        failed: list[str] = []  # the servers that failed this job, and why
+        refused: set[str] = set()  # servers that may not judge under `policy`
         busy = 0
         attempts = 0
         while attempts <= self.retries:
-            server = self._pick(tried)
+            server = self._pick(tried, refused)
             if server is None:  # every server out of rotation: wait for the first to return
+                if len(refused) == len(self.servers):
+                    break
                 attempts += 1
                 errors.append("no server in rotation")
                 time.sleep(min(1.0 + attempts, self._next_revival()))
                 continue
             tried.append(server.url)
             try:
-                result = self._judge_on(server, job, timeout, policy)
+                result = self._judge_on(server, job, timeout, policy, input_limits)
+            except _Refused as exc:
+                refused.add(server.url)
+                tried.pop()
+                errors.append(str(exc))
+                continue
             except ServerError as exc:
                 self._failed(server, str(exc), exc.dead)
                 if exc.retry_after is not None and busy < MAX_BUSY_REPLIES:
@@ -300,28 +329,44 @@ class RemoteBackend(Backend):
                     continue
                 attempts += 1
                 errors.append(f"{server.url}: {exc}")
+                failed.append(f"{server.url}: {str(exc)[:300]}")
                 continue
             finally:
                 with self._lock:
                     server.in_flight -= 1
             with self._lock:
                 server.judged += 1
+            self._note_failures(result, failed)
             return result
-        return Result(
+        result = Result(
             verdict=Verdict.INFRA_ERROR,
             runtime=runtime.info(),
             isolation={"backend": self.name, "judged_by": None},
             detail="no judge server judged the job: " + "; ".join(errors[-8:]),
         )
+        self._note_failures(result, failed)
+        return result
+
+    def _note_failures(self, result: Result, failed: list[str]) -> None:
+        """A result says which servers failed its job before it was judged, and which servers
+        were out of rotation at the time (so no score hides that a server was dropped)."""
+        if failed:
+            result.isolation["failed_servers"] = failed
+        now = time.monotonic()
+        with self._lock:
+            dropped = [f"{s.url}: {s.last_error[:300]}" for s in self.servers if s.dead_until > now]
+        if dropped:
+            result.isolation["servers_out_of_rotation"] = dropped
 
     # -- choosing servers --------------------------------------------------------------------
 
-    def _pick(self, tried: Sequence[str]) -> Server | None:
+    def _pick(self, tried: Sequence[str], refused: Collection[str] = ()) -> Server | None:
         """The live server with the fewest requests in flight (preferring ones this job has not
-        tried yet), round robin among equals; it is counted in flight from here."""
+        tried yet, never one in `refused`), round robin among equals; it is counted in flight
+        from here."""
         with self._lock:
             now = time.monotonic()
-            live = [s for s in self.servers if s.dead_until <= now]
+            live = [s for s in self.servers if s.dead_until <= now and s.url not in refused]
             if not live:
                 return None
             fresh = [s for s in live if s.url not in tried] or live
@@ -338,11 +383,22 @@ class RemoteBackend(Backend):
             return max(0.05, min(s.dead_until for s in self.servers) - now)
 
     def _failed(self, server: Server, message: str, dead: bool) -> None:
+        """Count a failure; a dead one takes the server out of rotation, said on stderr once
+        per fall (the jobs it had go to the other servers, and their results say so)."""
         with self._lock:
             server.failures += 1
             server.last_error = message[:500]
+            now = time.monotonic()
+            fell = dead and server.dead_until <= now
             if dead:
-                server.dead_until = time.monotonic() + DEAD_FOR_S
+                server.dead_until = now + DEAD_FOR_S
+        if fell:
+            print(
+                f"warning: judge server {server.url} taken out of rotation for {DEAD_FOR_S:g} s: "
+                f"{message[:300]}; its jobs are retried on the other servers",
+                file=sys.stderr,
+                flush=True,
+            )
 
     # -- talking to one server ---------------------------------------------------------------
 
@@ -353,45 +409,66 @@ class RemoteBackend(Backend):
         path: str,
         body: bytes | None = None,
         timeout: float = CONNECT_TIMEOUT_S,
+        bound: tuple[int, int] = (INFO_REPLY_BYTES, INFO_REPLY_VALUES),
     ) -> tuple[int, Any]:
-        """One exchange: (status, parsed JSON reply); ServerError for a connection failure,
-        a timeout, a 503 (with its Retry-After) or a reply that is not bounded JSON."""
+        """One exchange, all of it (connect, send, headers, body) within `timeout` seconds:
+        (status, parsed JSON reply), or ServerError for a connection failure, the deadline, a
+        503 (with its Retry-After) or a reply over `bound` (bytes, JSON values)."""
+        max_bytes, max_values = bound
+        deadline = time.monotonic() + timeout
         conn_cls = (
             http.client.HTTPSConnection if server.scheme == "https" else http.client.HTTPConnection
         )
-        conn = conn_cls(server.host, server.port, timeout=CONNECT_TIMEOUT_S)
+        conn = conn_cls(server.host, server.port, timeout=min(CONNECT_TIMEOUT_S, timeout))
         headers = {"Accept": "application/json", "Connection": "close"}
         if body is not None:
             headers["Content-Type"] = "application/json"
         if self.token is not None:
             headers["Authorization"] = f"Bearer {self.token}"
+        watchdog: _Watchdog | None = None
         try:
             conn.connect()
-            if conn.sock is not None:
-                conn.sock.settimeout(timeout)
+            assert conn.sock is not None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("connect took the whole deadline")
+            watchdog = _Watchdog(conn.sock, left)
+            conn.sock.settimeout(left)
             conn.request(method, server.prefix + path, body=body, headers=headers)
             resp = conn.getresponse()
             length = resp.getheader("Content-Length")
-            if length is not None and (not length.isdigit() or int(length) > MAX_REPLY_BYTES):
-                raise ServerError(f"reply of {length[:20]} bytes (over {MAX_REPLY_BYTES})")
-            raw = resp.read(MAX_REPLY_BYTES + 1)
+            if length is not None and (not length.isdigit() or int(length) > max_bytes):
+                raise ServerError(f"reply of {length[:20]} bytes, over the {max_bytes} it can be")
+            raw = bytearray()
+            while len(raw) <= max_bytes:
+                chunk = resp.read(min(1 << 16, max_bytes + 1 - len(raw)))
+                if not chunk:
+                    break
+                raw += chunk
             status = resp.status
             retry_after = resp.getheader("Retry-After")
         except (OSError, http.client.HTTPException) as exc:
-            kind = "timed out" if isinstance(exc, socket.timeout | TimeoutError) else "failed"
-            raise ServerError(f"request {kind}: {exc!r}"[:300]) from None
+            expired = watchdog is not None and watchdog.expired
+            kind = "timed out" if expired or isinstance(exc, TimeoutError) else "failed"
+            raise ServerError(f"request {kind} (deadline {timeout:g} s): {exc!r}"[:300]) from None
         finally:
+            if watchdog is not None:
+                watchdog.cancel()
             conn.close()
-        if len(raw) > MAX_REPLY_BYTES:
-            raise ServerError(f"reply over {MAX_REPLY_BYTES} bytes")
+        if watchdog is not None and watchdog.expired:
+            raise ServerError(f"request timed out (deadline {timeout:g} s)")
+        if len(raw) > max_bytes:
+            raise ServerError(f"reply over the {max_bytes} bytes it can be")
         if status == 503:
             raise ServerError("busy (503)", dead=False, retry_after=_retry_after(retry_after))
         if status == 401:
             raise ServerError("token refused (401): check --token-file", dead=True)
         try:
-            payload = json.loads(raw)
-        except (ValueError, RecursionError):
-            raise ServerError(f"reply with status {status} is not JSON") from None
+            payload = parse_bounded(raw, max_values)
+        except ProtocolError as exc:
+            if status == 200:
+                raise ServerError(f"malformed reply (status {status}): {exc}") from None
+            payload = raw[:300].decode("utf-8", "replace")  # an error page (Flask's 404...)
         return status, payload
 
     def _info(self, server: Server) -> dict[str, Any]:
@@ -429,12 +506,24 @@ class RemoteBackend(Backend):
         except ProtocolError as exc:
             raise ServerError(f"malformed runtime info: {exc}") from None
 
-    def _judge_on(self, server: Server, job: Job, timeout: float, policy: str) -> Result:
+    def _judge_on(
+        self, server: Server, job: Job, timeout: float, policy: str, input_limits: InputLimits
+    ) -> Result:
+        """The server's result for `job`; `_Refused` when the server may not judge under
+        `policy`, and INFRA_ERROR when its result was judged under a weaker one."""
         self._info(server)
+        refusal = self.server_refusal(server, policy)
+        if refusal:
+            raise _Refused(refusal)
         if server.kind == "execeval":
-            return self._judge_execeval(server, job, timeout)
+            result = self._judge_execeval(server, job, timeout)
+            return verdict_under_policy(
+                result, job, policy, REQUIRED_LAYERS, input_limits, server.url
+            )
         body = json.dumps({"job": job_to_wire(job)}).encode("utf-8", "surrogatepass")
-        status, payload = self._request(server, "POST", "/api/judge", body, timeout)
+        status, payload = self._request(
+            server, "POST", "/api/judge", body, timeout, result_reply_bound(job)
+        )
         if status != 200:
             error = payload.get("error") if isinstance(payload, dict) else payload
             raise ServerError(f"answered {status}: {str(error)[:300]}", dead=status >= 500)
@@ -452,7 +541,9 @@ class RemoteBackend(Backend):
         }
         if result.verdict is Verdict.INFRA_ERROR:
             result.detail = f"judge server {server.url}: {result.detail}"
-        return result
+            return result
+        promised = _promised_layers(server.info or {})
+        return verdict_under_policy(result, job, policy, promised, input_limits, server.url)
 
     def _judge_execeval(self, server: Server, job: Job, timeout: float) -> Result:
         """ExecEval's `/api/execute_code`, its outcomes taken as they are (best-effort)."""
@@ -465,7 +556,9 @@ class RemoteBackend(Backend):
             "block_network": True,
         }
         body = json.dumps(request).encode("utf-8", "surrogatepass")
-        status, payload = self._request(server, "POST", "/api/execute_code", body, timeout)
+        status, payload = self._request(
+            server, "POST", "/api/execute_code", body, timeout, execeval_reply_bound(job)
+        )
         if status != 200:
             error = payload.get("error") if isinstance(payload, dict) else payload
             raise ServerError(f"answered {status}: {str(error)[:300]}", dead=status >= 500)
@@ -480,6 +573,35 @@ class RemoteBackend(Backend):
             "note": "verdicts and isolation are the ExecEval server's own, not this engine's",
         }
         return result
+
+
+class _Watchdog:
+    """Ends a connection when its exchange outlives the deadline: a blocked connect, send or
+    read returns at once (a server dripping a byte a second never resets it)."""
+
+    def __init__(self, sock: socket.socket, seconds: float) -> None:
+        self.expired = False
+        self._sock = sock
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.expired = True
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _promised_layers(info: Mapping[str, Any]) -> tuple[str, ...]:
+    """The layers a result of this server must show active under "required": the local
+    sandbox's (every backend judges in it) and those the server's backend declares."""
+    backend = info.get("backend")
+    declared = backend.get("required_layers") if isinstance(backend, dict) else None
+    extra = [x for x in declared if isinstance(x, str)] if isinstance(declared, list) else []
+    return tuple(dict.fromkeys([*REQUIRED_LAYERS, *extra]))
 
 
 def _remote_runtime(

@@ -12,7 +12,9 @@ server), never a verdict.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from typing import Any
 
 from ..errors import DataError
@@ -20,8 +22,19 @@ from ..jobfile import job_from_record
 from ..limits import RunOverrides
 from ..types import CompileResult, Job, Result, TestResult, Verdict
 
-#: largest reply the client reads (results keep only a head of each output)
+#: largest reply the client reads, whatever the job (results keep only a head of each output)
 MAX_REPLY_BYTES = 64 * 1024 * 1024
+#: largest `/api/info` or `/api/all_runtimes` reply
+INFO_REPLY_BYTES = 4 * 1024 * 1024
+#: JSON bytes one character of a result may take (ensure_ascii: an astral one is 12 bytes)
+JSON_BYTES_PER_CHAR = 12
+#: characters of a result beyond its tests' outputs: details, compile output, isolation, runtime
+RESULT_BASE_CHARS = 64 * 1024
+#: characters of one test's detail and numbers, beyond its stdout and stderr heads
+TEST_EXTRA_CHARS = 2048
+#: JSON values (counted as separators and brackets) of a result beyond its tests, and per test
+RESULT_BASE_VALUES = 4096
+TEST_VALUES = 64
 #: longest text field of a result (outputs are cut to a few thousand characters by the runner)
 MAX_TEXT_CHARS = 1024 * 1024
 PROTOCOL_VERSION = 1
@@ -30,6 +43,54 @@ OVERRIDE_FIELDS = ("cpu_s", "wall_s", "open_files", "nproc_rlimit", "stack_mb")
 
 class ProtocolError(ValueError):
     """A malformed or inconsistent message."""
+
+
+# -- bounded replies -----------------------------------------------------------------------------
+
+
+def result_reply_bound(job: Job) -> tuple[int, int]:
+    """(bytes, JSON values) the reply to `job` can hold at most: what the runner keeps of a
+    program's output (`runner.REPORT_CHARS` per stream and test, `COMPILE_REPORT_CHARS` of the
+    compiler's) for the job's number of tests, at the widest JSON escaping."""
+    from ..runner import COMPILE_REPORT_CHARS, REPORT_CHARS  # the runner imports the backends
+
+    n = len(job.tests)
+    chars = RESULT_BASE_CHARS + 2 * COMPILE_REPORT_CHARS + n * (2 * REPORT_CHARS + TEST_EXTRA_CHARS)
+    size = min(MAX_REPLY_BYTES, JSON_BYTES_PER_CHAR * chars)
+    return size, RESULT_BASE_VALUES + n * TEST_VALUES
+
+
+def execeval_reply_bound(job: Job) -> tuple[int, int]:
+    """The same for an ExecEval server, whose entries repeat each test's input and expected
+    outputs and carry the program's whole output (cut at the overall cap)."""
+    echo = sum(len(t.input) + sum(len(o) + 8 for o in t.output) for t in job.tests)
+    size, values = result_reply_bound(job)
+    values += sum(len(t.output) for t in job.tests)
+    return min(
+        MAX_REPLY_BYTES, size + JSON_BYTES_PER_CHAR * echo + len(job.tests) * (1 << 20)
+    ), values
+
+
+#: a JSON string, matched without backtracking (possessive quantifiers)
+_JSON_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
+
+
+def parse_bounded(raw: bytes | bytearray, max_values: int) -> Any:
+    """`raw` as JSON when it holds at most about `max_values` values, else ProtocolError. The
+    values are counted before parsing (separators and brackets outside strings), so a reply of
+    many tiny values (`[[],[],...]`: some 60 bytes of objects per 3 bytes of text) is refused
+    instead of multiplying its size in memory; strings cost what their text does."""
+    skeleton = _JSON_STRING.sub(b"", raw)
+    values = sum(skeleton.count(c) for c in (b",", b":", b"[", b"{"))
+    del skeleton
+    if values > max_values:
+        raise ProtocolError(
+            f"reply of {values} JSON values, over the {max_values} a result can hold"
+        )
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ProtocolError("reply is not JSON") from None
 
 
 # -- jobs (client -> server) ---------------------------------------------------------------------
