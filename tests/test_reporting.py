@@ -108,7 +108,7 @@ def test_table_numbers_and_protocols(fixture_runs: Path) -> None:
     assert len(hidden) == 1 and len(sample) == 1  # never two protocols in one column
     assert "1 of 11 languages: python" in sample[0] and "--limit 2" in sample[0]
     assert "default comparator" in hidden[0]
-    alpha, beta = "hf:alpha", "hf:beta"
+    alpha, beta = "hf:alpha", "hf:beta (--limit 2)"  # a partial run says so in its row label
     assert table.rows[alpha][hidden[0]].value == pytest.approx(0.3)
     cloze_fc = next(k for k in keys if "first capital" in k and "--limit" not in k)
     beta_fc = next(k for k in keys if "first capital" in k and "--limit 2" in k)
@@ -146,7 +146,7 @@ def test_report_files(fixture_runs: Path, tmp_path: Path) -> None:
     assert main([str(fixture_runs), "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
     assert "| hf:alpha | 51.7 (3 of 6 columns) |" in md
-    assert "| hf:beta | 25.0 (1 of 6 columns) |" in md
+    assert "| hf:beta (--limit 2) | 25.0 (1 of 6 columns) |" in md
     assert "n/a" in md and "## Warnings" in md
     with open(out / "leaderboard.csv") as f:
         rows = {r["model"]: r for r in csv.DictReader(f)}
@@ -156,9 +156,10 @@ def test_report_files(fixture_runs: Path, tmp_path: Path) -> None:
         "C++": {"COMPILATION_ERROR": 1, "INFRA_ERROR": 1},
         "Python": {"PASSED": 1, "WRONG_ANSWER": 1},
     }
+    # one naming of languages (the catalogue's), whether a run spells them `cpp` or `C++`
     assert data["per_language"]["xcodeeval_synth_greedy.passat1.judge"]["values"]["hf:alpha"] == {
-        "cpp": 0.1,
-        "python": 0.5,
+        "C++": 0.1,
+        "Python": 0.5,
     }
     pngs = sorted((out / "figures").glob("*.png"))
     assert {p.name for p in pngs} >= {

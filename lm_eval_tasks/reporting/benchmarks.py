@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-XCODEEVAL_LANGUAGES = (
-    "c", "cpp", "csharp", "go", "java", "javascript", "kotlin", "php", "python", "ruby", "rust",
-)  # fmt: skip
-CLOZE_LANGUAGES = ("ruby", "javascript", "go", "python", "java", "php")
+from code_eval_taskpack.utils import languages
+from lm_eval_tasks.clozetest_maxmin.data import LANGUAGES as CLOZE_LANGUAGES
+
+# the per-language task suffixes, from the language catalogue (utils/languages.toml)
+XCODEEVAL_LANGUAGES: tuple[str, ...] = tuple(languages.xcodeeval_slugs())
 INFILLING_FORMATS = ("starcoder", "codellama", "deepseek", "qwen", "chat", "custom")
 
 # How a column's chance baseline is found (Open LLM Leaderboard normalisation: subtract it,
@@ -181,3 +182,11 @@ def language_of(task: str) -> tuple[Headline, str] | None:
         ):
             best = (h, suffix)
     return best
+
+
+def display_language(name: str) -> str:
+    """The catalogue's name of a language, whichever way a run spells it (task suffix `cpp`,
+    cluster `C++`, fence tag `js`), so every table and figure names it one way."""
+    cluster = languages.xcodeeval_slugs().get(name)
+    lang = languages.for_tag(cluster or name)
+    return lang.name if lang is not None else name
