@@ -170,18 +170,29 @@ WARNING_METRICS = {
 }
 
 
-def language_of(task: str) -> tuple[Headline, str] | None:
-    """(headline family, language) of a per-language task name, for per-language charts."""
-    best: tuple[Headline, str] | None = None
+def per_language_headlines(task: str) -> list[tuple[Headline, str]]:
+    """Every (headline family, language) a per-language task reports, one per metric and filter
+    (the A/B cloze task reports both filters), for per-language charts."""
+    found: dict[tuple[str, str], tuple[Headline, str]] = {}
+    best = 0
     for h in HEADLINES:
         if h.kind == "infilling" or not task.startswith(h.subtask_prefix):
             continue
+        if task[len(h.subtask_prefix) :] in h.suffixes:
+            best = max(best, len(h.subtask_prefix))
+    for h in HEADLINES:
+        if h.kind == "infilling" or len(h.subtask_prefix) != best or not best:
+            continue
         suffix = task[len(h.subtask_prefix) :]
-        if suffix in h.suffixes and (
-            best is None or len(h.subtask_prefix) > len(best[0].subtask_prefix)
-        ):
-            best = (h, suffix)
-    return best
+        if task.startswith(h.subtask_prefix) and suffix in h.suffixes:
+            found.setdefault((h.metric, h.filter), (h, suffix))
+    return list(found.values())
+
+
+def language_of(task: str) -> tuple[Headline, str] | None:
+    """(headline family, language) of a per-language task name."""
+    found = per_language_headlines(task)
+    return found[0] if found else None
 
 
 def display_language(name: str) -> str:

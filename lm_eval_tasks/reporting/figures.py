@@ -27,6 +27,7 @@ from lm_eval_tasks.reporting.benchmarks import (
     Headline,
     display_language,
     language_of,
+    per_language_headlines,
 )
 from lm_eval_tasks.reporting.results import Run, verdict_records
 
@@ -115,27 +116,28 @@ def language_bars(runs: list[Run]) -> dict[str, LanguageBars]:
     charts: dict[str, LanguageBars] = {}
     for run in runs:
         for task in run.tasks():
-            found = language_of(task)
-            if found is None:
-                continue
-            h, slug = found
-            value = run.value(task, h.metric, h.filter)
-            if value is None:
-                continue
-            lang = display_language(slug)
-            name = f"{h.group}.{h.metric}.{h.filter}".replace("@", "at")
-            chart = charts.setdefault(
-                name, LanguageBars(f"{h.benchmark}: {h.metric} ({h.filter}) per language", h.metric)
-            )
-            chart.values.setdefault(run.label, {})[lang] = value
-            interval = _interval(run, task, h, value)
-            if interval is not None:
-                chart.intervals.setdefault(run.label, {})[lang] = interval
-            if h.chance == CHANCE_MAJORITY:
-                share = run.value(task, "gold_max_share", h.filter)
-                if share is not None and not math.isnan(share):
-                    chart.chance[lang] = max(share, 1 - share)
+            for h, slug in per_language_headlines(task):
+                _add_bar(charts, run, task, h, slug)
     return charts
+
+
+def _add_bar(charts: dict[str, LanguageBars], run: Run, task: str, h: Headline, slug: str) -> None:
+    value = run.value(task, h.metric, h.filter)
+    if value is None:
+        return
+    lang = display_language(slug)
+    name = f"{h.group}.{h.metric}.{h.filter}".replace("@", "at")
+    chart = charts.setdefault(
+        name, LanguageBars(f"{h.benchmark}: {h.metric} ({h.filter}) per language", h.metric)
+    )
+    chart.values.setdefault(run.label, {})[lang] = value
+    interval = _interval(run, task, h, value)
+    if interval is not None:
+        chart.intervals.setdefault(run.label, {})[lang] = interval
+    if h.chance == CHANCE_MAJORITY:
+        share = run.value(task, "gold_max_share", h.filter)
+        if share is not None and not math.isnan(share):
+            chart.chance[lang] = max(share, 1 - share)
 
 
 def verdict_counts(runs: list[Run]) -> dict[str, dict[str, Counter[str]]]:
@@ -287,10 +289,11 @@ def _panels(chart: LanguageBars, path: Path) -> Path:
             color="#1f77b4",
             error_kw={"elinewidth": 0.8, "ecolor": "#333333"},
         )
-        for y, v in zip(ys, vals, strict=True):
+        for y, v, high in zip(ys, vals, highs, strict=True):
+            end = 0 if math.isnan(v) else v + high  # right of the whisker, never on it
             ax.annotate(
                 "n/a" if math.isnan(v) else f"{v:.0f}",
-                (0 if math.isnan(v) else v, y),
+                (end, y),
                 xytext=(3, 0),
                 textcoords="offset points",
                 va="center",
@@ -299,8 +302,9 @@ def _panels(chart: LanguageBars, path: Path) -> Path:
         if lang in chart.chance:
             ax.axvline(100 * chart.chance[lang], color="red", linestyle="dashed", linewidth=1)
         ax.set_title(lang, fontsize=9)
-        ax.set_xlim(0, 110)
+        ax.set_xlim(0, 115)
         ax.set_xticks(range(0, 101, 25))
+        ax.set_xlabel(f"{chart.metric} (%)", fontsize=7)
         ax.tick_params(labelsize=7)
         ax.grid(axis="x", alpha=0.3)
         ax.set_axisbelow(True)
@@ -309,7 +313,7 @@ def _panels(chart: LanguageBars, path: Path) -> Path:
     for r in range(rows):
         axes[r][0].tick_params(axis="y", labelsize=7)
     chance = "; red dashed line: chance (majority label)" if chart.chance else ""
-    fig.suptitle(f"{chart.title} ({chart.metric}, %)", fontsize=10)
+    fig.suptitle(chart.title, fontsize=10)
     fig.text(0.01, 0.0, _caption(chart) + chance, fontsize=7, ha="left", va="top")
     fig.tight_layout()
     return _save(fig, path)

@@ -39,8 +39,10 @@ def wilson(successes: int, n: int, z: float = Z95) -> Interval:
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    # at 0 or n successes one bound is exactly 0 or 1; clamp the rounding error
-    return Interval(max(0.0, centre - half), min(1.0, centre + half), WILSON, n)
+    # at 0 or n successes one bound is exactly 0 or 1 (not its rounding error)
+    low = 0.0 if successes == 0 else centre - half
+    high = 1.0 if successes == n else centre + half
+    return Interval(low, high, WILSON, n)
 
 
 def bootstrap(
