@@ -222,7 +222,7 @@ def report(
         "",
         "## pass@1 per language (sample tests)",
         "",
-        f"95% interval: {ci.describe({ci.WILSON})}.",
+        f"Interval: {ci.describe({ci.WILSON})}.",
         "",
         "| language | problems | pass@1 (%) | 95% interval | INFRA_ERROR |",
         "|---|---|---|---|---|",

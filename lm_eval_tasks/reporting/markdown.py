@@ -76,7 +76,7 @@ def language_md(chart: LanguageBars) -> list[str]:
     lines = [f"#### {chart.title}", ""]
     note = chart.interval_note()
     if note:
-        lines += [f"Values in %, [95% interval]: {note}.", ""]
+        lines += [f"Values in %, [low, high]: {note}.", ""]
     lines += ["| model | " + " | ".join(langs) + " |", "|" + "---|" * (len(langs) + 1)]
     for model, vals in chart.values.items():
         per = chart.intervals.get(model, {})
