@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-XCODEEVAL_LANGUAGES = (
-    "c", "cpp", "csharp", "go", "java", "javascript", "kotlin", "php", "python", "ruby", "rust",
-)  # fmt: skip
-CLOZE_LANGUAGES = ("ruby", "javascript", "go", "python", "java", "php")
+from code_eval_taskpack.utils import languages
+from lm_eval_tasks.clozetest_maxmin.data import LANGUAGES as CLOZE_LANGUAGES
+
+# the per-language task suffixes, from the language catalogue (utils/languages.toml)
+XCODEEVAL_LANGUAGES: tuple[str, ...] = tuple(languages.xcodeeval_slugs())
 INFILLING_FORMATS = ("starcoder", "codellama", "deepseek", "qwen", "chat", "custom")
 
 # How a column's chance baseline is found (Open LLM Leaderboard normalisation: subtract it,
@@ -169,15 +170,34 @@ WARNING_METRICS = {
 }
 
 
-def language_of(task: str) -> tuple[Headline, str] | None:
-    """(headline family, language) of a per-language task name, for per-language charts."""
-    best: tuple[Headline, str] | None = None
+def per_language_headlines(task: str) -> list[tuple[Headline, str]]:
+    """Every (headline family, language) a per-language task reports, one per metric and filter
+    (the A/B cloze task reports both filters), for per-language charts."""
+    found: dict[tuple[str, str], tuple[Headline, str]] = {}
+    best = 0
     for h in HEADLINES:
         if h.kind == "infilling" or not task.startswith(h.subtask_prefix):
             continue
+        if task[len(h.subtask_prefix) :] in h.suffixes:
+            best = max(best, len(h.subtask_prefix))
+    for h in HEADLINES:
+        if h.kind == "infilling" or len(h.subtask_prefix) != best or not best:
+            continue
         suffix = task[len(h.subtask_prefix) :]
-        if suffix in h.suffixes and (
-            best is None or len(h.subtask_prefix) > len(best[0].subtask_prefix)
-        ):
-            best = (h, suffix)
-    return best
+        if task.startswith(h.subtask_prefix) and suffix in h.suffixes:
+            found.setdefault((h.metric, h.filter), (h, suffix))
+    return list(found.values())
+
+
+def language_of(task: str) -> tuple[Headline, str] | None:
+    """(headline family, language) of a per-language task name."""
+    found = per_language_headlines(task)
+    return found[0] if found else None
+
+
+def display_language(name: str) -> str:
+    """The catalogue's name of a language, whichever way a run spells it (task suffix `cpp`,
+    cluster `C++`, fence tag `js`), so every table and figure names it one way."""
+    cluster = languages.xcodeeval_slugs().get(name)
+    lang = languages.for_tag(cluster or name)
+    return lang.name if lang is not None else name

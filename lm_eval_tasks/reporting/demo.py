@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 from collections import Counter, defaultdict
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_tasks.reporting import figures as fig
+from lm_eval_tasks.reporting import intervals as ci
+from lm_eval_tasks.reporting.benchmarks import display_language
 from lm_eval_tasks.reporting.markdown import pct, verdicts_md
 from lm_eval_tasks.xcodeeval.score import score_with_records
 
@@ -165,6 +168,14 @@ def agreement(programs: list[dict[str, Any]]) -> dict[tuple[bool, bool], int]:
     return Counter((p["execeval_passed"], p["verdict"] == "PASSED") for p in programs)
 
 
+def _interval(row: dict[str, Any]) -> ci.Interval | None:
+    """Wilson interval of a language's pass@1 (one program per problem: pass or fail)."""
+    n, value = row.get("problems"), row.get("pass@1")
+    if not isinstance(n, int) or n <= 0 or not isinstance(value, float) or math.isnan(value):
+        return None
+    return ci.wilson(round(value * n), n)
+
+
 def report(
     out: Path,
     summary: dict[str, Any],
@@ -172,20 +183,31 @@ def report(
     expected: dict[str, dict[str, str]],
 ) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    figdir = out / "figures"
-    figdir.mkdir(exist_ok=True)
     table = {k: v for k, v in summary["table"].items() if k != "mean"}
     chart = fig.LanguageBars(
         "ChatGPT (gpt-3.5-turbo, direct) on xCodeEval validation: pass@1 on SAMPLE tests", "pass@1"
     )
-    chart.values["gpt-3.5-turbo (MapCoder's programs)"] = {k: v["pass@1"] for k, v in table.items()}
-    bars = fig.draw_language_bars(chart, figdir / "pass_at_1_per_language.png")
+    model = "gpt-3.5-turbo (MapCoder's programs)"
+    chart.values[model] = {display_language(k): v["pass@1"] for k, v in table.items()}
+    chart.intervals[model] = {
+        display_language(k): i for k, v in table.items() if (i := _interval(v)) is not None
+    }
     counts: dict[str, Counter[str]] = {}
     for p in programs:
-        counts.setdefault(p["lang_cluster"], Counter())[p["verdict"]] += 1
-    verdict_png = fig.draw_verdicts(
-        "gpt-3.5-turbo", counts, figdir / "verdicts.png", " (sample tests)"
-    )
+        counts.setdefault(display_language(p["lang_cluster"]), Counter())[p["verdict"]] += 1
+    figures: list[Path] = []
+    figure_note = ""
+    if fig.matplotlib_available():
+        figdir = out / "figures"
+        figdir.mkdir(exist_ok=True)
+        bars = fig.draw_language_bars(chart, figdir / "pass_at_1_per_language.png")
+        figures += [bars] if bars is not None else []
+        figures.append(
+            fig.draw_verdicts("gpt-3.5-turbo", counts, figdir / "verdicts.png", " (sample tests)")
+        )
+    else:
+        print(f"warning: {fig.MISSING_EXTRA}", file=sys.stderr)
+        figure_note = fig.MISSING_EXTRA
     agree = agreement(programs)
     found = disagreements(programs)
     lines = [
@@ -200,12 +222,17 @@ def report(
         "",
         "## pass@1 per language (sample tests)",
         "",
-        "| language | problems | pass@1 (%) | INFRA_ERROR |",
-        "|---|---|---|---|",
+        f"Interval: {ci.describe({ci.WILSON})}.",
+        "",
+        "| language | problems | pass@1 (%) | 95% interval | INFRA_ERROR |",
+        "|---|---|---|---|---|",
     ]
     for lang, row in summary["table"].items():
+        i = _interval(row) if lang != "mean" else None
+        shown = f"[{pct(i.low)}, {pct(i.high)}]" if i else ""
+        name = display_language(lang) if lang != "mean" else lang
         lines.append(
-            f"| {lang} | {row['problems']} | {pct(row['pass@1'])} | {row['infra_errors']} |"
+            f"| {name} | {row['problems']} | {pct(row['pass@1'])} | {shown} | {row['infra_errors']} |"
         )
     un = summary["unscored"]
     if un["lines"]:
@@ -233,14 +260,9 @@ def report(
     if problems:
         lines += ["", "**Differences from the reviewed list:**", ""] + [f"- {x}" for x in problems]
     lines += ["", "## Verdict distribution", "", *verdicts_md("gpt-3.5-turbo", counts)]
-    lines += [
-        "",
-        "## Figures",
-        "",
-        f"![pass@1]({bars.relative_to(out)})",
-        f"![verdicts]({verdict_png.relative_to(out)})",
-        "",
-    ]
+    lines += ["", "## Figures", ""]
+    lines += [f"- {figure_note}"] if figure_note else []
+    lines += [f"![{f.stem}]({f.relative_to(out)})" for f in figures] + [""]
     path = out / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     (out / "programs.jsonl").write_text(

@@ -8,7 +8,13 @@ from collections import Counter
 from pathlib import Path
 
 from lm_eval_tasks.reporting.figures import VERDICTS, LanguageBars
+from lm_eval_tasks.reporting.intervals import Interval
 from lm_eval_tasks.reporting.table import Table
+
+ROWS_NOTE = (
+    "Rows: one per model and run settings. `(--limit N)` marks a partial run; settings in "
+    "`[...]` are those in which runs of one model differ, so different runs are never merged."
+)
 
 
 def pct(x: float | None) -> str:
@@ -59,13 +65,25 @@ def _sortable(x: float) -> float:
     return -1.0 if math.isnan(x) else x
 
 
+def _with_interval(value: float | None, interval: Interval | None) -> str:
+    if interval is None or value is None or math.isnan(value):
+        return pct(value)
+    return f"{pct(value)} [{pct(interval.low)}, {pct(interval.high)}]"
+
+
 def language_md(chart: LanguageBars) -> list[str]:
-    langs = sorted({lang for v in chart.values.values() for lang in v})
-    lines = [f"#### {chart.title}", "", "| model | " + " | ".join(langs) + " |"]
-    lines.append("|" + "---|" * (len(langs) + 1))
+    langs = chart.languages
+    lines = [f"#### {chart.title}", ""]
+    note = chart.interval_note()
+    if note:
+        lines += [f"Values in %, [low, high]: {note}.", ""]
+    lines += ["| model | " + " | ".join(langs) + " |", "|" + "---|" * (len(langs) + 1)]
     for model, vals in chart.values.items():
+        per = chart.intervals.get(model, {})
         lines.append(
-            f"| {_md_escape(model)} | " + " | ".join(pct(vals.get(x)) for x in langs) + " |"
+            f"| {_md_escape(model)} | "
+            + " | ".join(_with_interval(vals.get(x), per.get(x)) for x in langs)
+            + " |"
         )
     if chart.chance:
         lines.append(
@@ -77,15 +95,21 @@ def language_md(chart: LanguageBars) -> list[str]:
 
 
 def verdicts_md(model: str, counts: dict[str, Counter[str]]) -> list[str]:
-    lines = [f"#### Verdicts: {model}", "", "| language | " + " | ".join(VERDICTS) + " | total |"]
-    lines.append("|" + "---|" * (len(VERDICTS) + 2))
+    """Counts per language, in the columns of the verdicts that occur (the rest are all 0)."""
+    present = [v for v in VERDICTS if any(c.get(v, 0) for c in counts.values())]
+    absent = [v for v in VERDICTS if v not in present]
+    lines = [f"#### Verdicts: {_md_escape(model)}", ""]
+    lines += ["| language | " + " | ".join(present) + " | total |"]
+    lines.append("|" + "---|" * (len(present) + 2))
     for lang in sorted(counts):
         c = counts[lang]
         lines.append(
             f"| {lang} | "
-            + " | ".join(str(c.get(v, 0)) for v in VERDICTS)
+            + " | ".join(str(c.get(v, 0)) for v in present)
             + f" | {sum(c.values())} |"
         )
+    if absent:
+        lines += ["", f"No program had {', '.join(absent)}."]
     return lines
 
 
@@ -97,12 +121,13 @@ def document(
     figures: list[Path],
     out_dir: Path,
     preamble: list[str] | None = None,
+    figure_notes: list[str] | None = None,
 ) -> str:
     lines = [f"# {title}", ""]
     lines += preamble or []
     lines += ["## Warnings", ""]
     lines += [f"- {w}" for w in table.warnings] or ["- none"]
-    lines += ["", "## Leaderboard", ""]
+    lines += ["", "## Leaderboard", "", ROWS_NOTE, ""]
     lines += leaderboard_md(table) if table.columns else ["No headline metric found in the runs."]
     if charts:
         lines += ["", "## Per language", ""]
@@ -112,8 +137,11 @@ def document(
         lines += ["## Verdict distribution (from logged samples)", ""]
         for model, counts in verdicts.items():
             lines += [*verdicts_md(model, counts), ""]
-    if figures:
+    if figures or figure_notes:
         lines += ["## Figures", ""]
+        lines += [f"- {n}" for n in figure_notes or []]
+        if figure_notes:
+            lines.append("")
         for f in figures:
             lines.append(f"![{f.stem}]({f.relative_to(out_dir)})")
     return "\n".join(lines) + "\n"

@@ -4,7 +4,8 @@
 
 RESULTS are lm-eval output folders (`--output_path` of `lm_eval`), leaderboard folders, or
 results_*.json files. Writes DIR/report.md, DIR/leaderboard.csv, DIR/leaderboard.json and
-DIR/figures/*.png, and prints the path of report.md.
+DIR/figures/*.png, and prints the path of report.md. Without matplotlib (the `report` extra) it
+writes everything but the figures and says so.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import csv
 import json
 import math
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,39 +43,62 @@ def write_csv(table: Table, path: Path) -> None:
             )  # fmt: skip
 
 
+def draw_figures(
+    charts: dict[str, fig.LanguageBars],
+    verdicts: dict[str, dict[str, Counter[str]]],
+    figdir: Path,
+) -> tuple[list[Path], list[str]]:
+    """The PNGs of a report, and a note for every chart not drawn (nothing to show)."""
+    figdir.mkdir(parents=True, exist_ok=True)
+    taken: set[str] = set()
+    pngs: list[Path] = []
+    notes: list[str] = []
+    for name, chart in charts.items():
+        png = fig.draw_language_bars(chart, figdir / f"{fig.safe_name(name, taken)}.png")
+        if png is None:
+            notes.append(f"{chart.title}: not drawn, every value is n/a")
+        else:
+            pngs.append(png)
+    if len(verdicts) > 1:
+        pngs.append(fig.draw_verdict_overview(verdicts, figdir / "verdicts_all_models.png"))
+    for model, counts in verdicts.items():
+        path = figdir / f"verdicts_{fig.safe_name(model, taken)}.png"
+        pngs.append(fig.draw_verdicts(model, counts, path))
+    return pngs, notes
+
+
 def write_report(
     inputs: Sequence[Path],
     out: Path,
     title: str = "Evaluation report",
     preamble: list[str] | None = None,
 ) -> Path:
+    """Write the report; without matplotlib everything but the figures (and say so on stderr
+    and in the report)."""
     runs = find_runs(inputs)
     table = build(runs)
     charts = fig.language_bars(runs)
     verdicts = fig.verdict_counts(runs)
     out.mkdir(parents=True, exist_ok=True)
-    figdir = out / "figures"
-    figdir.mkdir(exist_ok=True)
     pngs: list[Path] = []
-    for name, chart in charts.items():
-        pngs.append(fig.draw_language_bars(chart, figdir / f"{fig.safe_name(name)}.png"))
-    for model, counts in verdicts.items():
-        pngs.append(
-            fig.draw_verdicts(model, counts, figdir / f"verdicts_{fig.safe_name(model)}.png")
-        )
+    notes: list[str] = []
+    if fig.matplotlib_available():
+        pngs, notes = draw_figures(charts, verdicts, out / "figures")
+    else:
+        print(f"warning: {fig.MISSING_EXTRA}", file=sys.stderr)
+        notes.append(fig.MISSING_EXTRA)
     write_csv(table, out / "leaderboard.csv")
     data = table.to_dict()
-    data["per_language"] = {
-        k: {"title": c.title, "values": c.values, "chance": c.chance} for k, c in charts.items()
-    }
+    data["per_language"] = {k: c.to_dict() for k, c in charts.items()}
     data["verdicts"] = {m: {lang: dict(c) for lang, c in v.items()} for m, v in verdicts.items()}
-    data["runs"] = [str(r.results_file) for r in runs]
+    data["runs"] = [{"file": str(r.results_file), "row": r.label} for r in runs]
+    data["figure_notes"] = notes
     (out / "leaderboard.json").write_text(
         json.dumps(strict_json(data), indent=2, allow_nan=False), encoding="utf-8"
     )
     report = out / "report.md"
     report.write_text(
-        document(title, table, charts, verdicts, pngs, out, preamble), encoding="utf-8"
+        document(title, table, charts, verdicts, pngs, out, preamble, notes), encoding="utf-8"
     )
     return report
 

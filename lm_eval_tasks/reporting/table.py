@@ -12,6 +12,7 @@ columns averaged is shown next to the average.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,8 +23,9 @@ from lm_eval_tasks.reporting.benchmarks import (
     HEADLINES,
     WARNING_METRICS,
     Headline,
+    language_of,
 )
-from lm_eval_tasks.reporting.results import Run
+from lm_eval_tasks.reporting.results import Run, verdict_records
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
 
@@ -160,13 +162,75 @@ def _chance_reader(run: Run, h: Headline) -> Any:
     return chance
 
 
+def _doc_fields(run: Run, task: str) -> dict[str, Any]:
+    """The bookkeeping fields an xCodeEval document carries (`_tests`, `_exec`, row counters),
+    from the first logged sample of `task`; empty without logged samples."""
+    for sample in run.logged(task):
+        doc = sample.get("doc")
+        if isinstance(doc, dict):
+            out = {k: v for k, v in doc.items() if k.startswith("_")}
+            exec_settings = out.get("_exec")
+            if isinstance(exec_settings, str):
+                try:
+                    out["_exec"] = json.loads(exec_settings)
+                except ValueError:
+                    out["_exec"] = {}
+            return out
+    return {}
+
+
+def tests_used(run: Run, task: str, filter_name: str = "judge") -> str | None:
+    """ "sample" or "hidden": the tests that judged an xCodeEval task, from its reported counter,
+    else its logged documents, else its metadata; None when the run does not say."""
+    if run.has(task, "sample_tests_only", filter_name):
+        return "sample" if run.value(task, "sample_tests_only", filter_name) else "hidden"
+    kind = _doc_fields(run, task).get("_tests")
+    if kind in ("sample", "hidden"):
+        return str(kind)
+    meta = run.metadata(task)
+    if "xcodeeval_sample_tests" in meta:
+        return "sample" if _truthy(meta["xcodeeval_sample_tests"]) else "hidden"
+    return None
+
+
+def counters(run: Run, task: str) -> dict[str, float]:
+    """The per-task counters of WARNING_METRICS: as reported beside pass@k (any filter), else
+    rebuilt from the logged samples (INFRA_ERROR verdicts, the documents' row counters)."""
+    row = run.tasks().get(task) or {}
+    out: dict[str, float] = {}
+    for key, raw in row.items():
+        metric, _, _filt = key.partition(",")
+        if metric in WARNING_METRICS and isinstance(raw, (int, float)):
+            out[metric] = max(out.get(metric, 0.0), float(raw))
+    logged = run.logged(task) if not set(WARNING_METRICS) <= set(out) else []
+    if logged and any(verdict_records(s) for s in logged):
+        out.setdefault(
+            "infra_errors",
+            float(sum(r["verdict"] == "INFRA_ERROR" for s in logged for r in verdict_records(s))),
+        )
+        doc = _doc_fields(run, task)
+        for metric in ("unscored_rows", "unavailable_runtime_rows"):
+            if isinstance(doc.get(f"_{metric}"), (int, float)):
+                out.setdefault(metric, float(doc[f"_{metric}"]))
+    return out
+
+
 def _protocol(run: Run, h: Headline, tasks: list[str]) -> str:
     parts = [h.protocol]
     meta = run.metadata(tasks[0]) if tasks else {}
     if h.kind == "xcodeeval":
-        sample = any(run.value(t, "sample_tests_only", h.filter) for t in tasks)
-        parts.append("SAMPLE tests (not comparable with the paper)" if sample else "hidden tests")
-        compat = _truthy(meta.get("xcodeeval_execeval_compat", False))
+        kinds = {tests_used(run, t, h.filter) for t in tasks}
+        if "sample" in kinds:
+            parts.append("SAMPLE tests (not comparable with the paper)")
+        elif kinds == {"hidden"}:
+            parts.append("hidden tests")
+        else:
+            parts.append("tests not recorded")
+        exec_settings = _doc_fields(run, tasks[0]).get("_exec") if tasks else None
+        if isinstance(exec_settings, dict) and "execeval_compat" in exec_settings:
+            compat = bool(exec_settings["execeval_compat"])
+        else:
+            compat = _truthy(meta.get("xcodeeval_execeval_compat", False))
         parts.append("ExecEval comparator" if compat else "default comparator")
     if h.kind == "infilling" and h.group.endswith("_exec"):
         grader = meta.get("sg_infilling_grader") or meta.get("grader") or "swebench"
@@ -184,14 +248,13 @@ def _protocol(run: Run, h: Headline, tasks: list[str]) -> str:
 
 def run_warnings(run: Run) -> list[str]:
     """What must never be lost from a report about one run."""
-    where = f"{run.model} ({run.results_file.parent.name})"
+    where = f"{run.label} ({run.results_file.parent.name})"
     out: list[str] = []
     if run.limit is not None:
         out.append(f"{where}: --limit {run.limit:g} run: a partial evaluation, not a score")
     for task, row in sorted(run.tasks().items()):
-        for key, raw in row.items():
-            metric, _, _filt = key.partition(",")
-            if metric in WARNING_METRICS and isinstance(raw, (int, float)) and raw > 0:
+        for metric, raw in sorted(counters(run, task).items()):
+            if raw > 0:
                 shown = f"{raw:g}" if metric != "grading_error" else f"{raw:.2%} of rows"
                 out.append(f"{where}: {task}: {metric} = {shown}: {WARNING_METRICS[metric]}")
         predict_only = _truthy(run.metadata(task).get("clozetest_predict_only", False))
@@ -206,8 +269,8 @@ def run_warnings(run: Run) -> list[str]:
             out.append(f"{where}: {task}: NaN for {', '.join(nan_metrics)}")
     sample_tasks = [
         t
-        for t, row in run.tasks().items()
-        if any(k.startswith("sample_tests_only,") and v for k, v in row.items())
+        for t in run.tasks()
+        if t.startswith("xcodeeval_") and language_of(t) and tests_used(run, t) == "sample"
     ]
     if sample_tasks:
         out.append(
@@ -218,13 +281,13 @@ def run_warnings(run: Run) -> list[str]:
 
 
 def build(runs: list[Run]) -> Table:
-    """The table of `runs`; a later run of the same model and column replaces an earlier one
-    (and says so in the warnings)."""
+    """The table of `runs`, one row per run label (`results.label_runs`); a later run with the
+    same label and column replaces an earlier one (and says so in the warnings)."""
     table = Table()
     seen: dict[str, Column] = {}
     origin: dict[tuple[str, str], str] = {}
     for run in runs:
-        row = table.rows.setdefault(run.model, {})
+        row = table.rows.setdefault(run.label, {})
         for h in HEADLINES:
             got = _measure(run, h)
             if got is None:
@@ -236,12 +299,21 @@ def build(runs: list[Run]) -> Table:
                 table.columns.append(col)
             if col.key in row:
                 table.warnings.append(
-                    f"{run.model}: {col.key} appears in several runs; the latest "
-                    f"({run.results_file}) replaces {origin[(run.model, col.key)]}"
+                    f"{run.label}: {col.key} appears in several runs; the latest "
+                    f"({run.results_file}) replaces {origin[(run.label, col.key)]}"
                 )
             row[col.key] = Cell(value, chance)
-            origin[(run.model, col.key)] = str(run.results_file)
+            origin[(run.label, col.key)] = str(run.results_file)
         table.warnings.extend(run_warnings(run))
+    rows_of: dict[str, set[str]] = {}
+    for run in runs:
+        rows_of.setdefault(run.model, set()).add(run.label)
+    for model, labels in rows_of.items():
+        if len(labels) > 1:
+            table.warnings.append(
+                f"{model}: runs with different settings kept in {len(labels)} separate rows: "
+                + "; ".join(sorted(labels))
+            )
     order = {h: i for i, h in enumerate(HEADLINES)}
     table.columns.sort(key=lambda c: (order[c.headline], c.protocol))
     counts = Counter(c.headline for c in table.columns)
