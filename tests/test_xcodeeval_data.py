@@ -367,7 +367,10 @@ def test_tag_macro_f1_against_hand_computed_value() -> None:
 def test_tag_with_description_reports_rows_without_a_problem() -> None:
     out = run_tasks(["xcodeeval_tag_desc_python"], _tag_script)
     res = out["results"]["xcodeeval_tag_desc_python"]
-    assert res["unscored_rows,none"] == 1.0
+    assert {k for k in res if "," in k} == {
+        "macro_f1,none", "macro_f1_stderr,none", "exact_match,none", "exact_match_stderr,none"
+    }  # fmt: skip
+    assert out["configs"]["xcodeeval_tag_desc_python"]["metadata"]["protocol"]["unscored_rows"] == 1
     assert out["samples"]["xcodeeval_tag_desc_python"][0]["doc"]["description"]
     assert len(out["samples"]["xcodeeval_tag_desc_python"]) == 3
 

@@ -76,6 +76,12 @@ class Run:
     def metadata(self, task: str) -> dict[str, Any]:
         return dict(((self.data.get("configs") or {}).get(task) or {}).get("metadata") or {})
 
+    def protocol(self, task: str) -> dict[str, Any]:
+        """How the task was scored, as the run recorded it (`lm_eval_tasks.protocol`); empty for
+        results files written before it existed."""
+        value = self.metadata(task).get("protocol")
+        return dict(value) if isinstance(value, dict) else {}
+
 
 def _load_json(path: Path) -> Any:
     try:

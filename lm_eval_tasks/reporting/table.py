@@ -164,9 +164,14 @@ def _protocol(run: Run, h: Headline, tasks: list[str]) -> str:
     parts = [h.protocol]
     meta = run.metadata(tasks[0]) if tasks else {}
     if h.kind == "xcodeeval":
-        sample = any(run.value(t, "sample_tests_only", h.filter) for t in tasks)
+        sample = any(_sample_tests(run, t) for t in tasks)
         parts.append("SAMPLE tests (not comparable with the paper)" if sample else "hidden tests")
-        compat = _truthy(meta.get("xcodeeval_execeval_compat", False))
+        recorded = run.protocol(tasks[0]).get("comparator")
+        compat = (
+            recorded == "execeval"
+            if recorded
+            else _truthy(meta.get("xcodeeval_execeval_compat", False))
+        )
         parts.append("ExecEval comparator" if compat else "default comparator")
     if h.kind == "infilling" and h.group.endswith("_exec"):
         grader = meta.get("sg_infilling_grader") or meta.get("grader") or "swebench"
@@ -182,6 +187,16 @@ def _protocol(run: Run, h: Headline, tasks: list[str]) -> str:
     return "; ".join(parts)
 
 
+def _sample_tests(run: Run, task: str) -> bool:
+    """Whether an xCodeEval task was judged on sample tests: its protocol says so (older results
+    files: their `sample_tests_only` metric)."""
+    if run.protocol(task).get("tests") == "sample":
+        return True
+    return any(
+        k.startswith("sample_tests_only,") and v for k, v in run.tasks().get(task, {}).items()
+    )
+
+
 def run_warnings(run: Run) -> list[str]:
     """What must never be lost from a report about one run."""
     where = f"{run.model} ({run.results_file.parent.name})"
@@ -189,7 +204,9 @@ def run_warnings(run: Run) -> list[str]:
     if run.limit is not None:
         out.append(f"{where}: --limit {run.limit:g} run: a partial evaluation, not a score")
     for task, row in sorted(run.tasks().items()):
-        for key, raw in row.items():
+        # the counts are in the task's protocol (older results files: among its metrics)
+        counts = [*row.items(), *run.protocol(task).items()]
+        for key, raw in counts:
             metric, _, _filt = key.partition(",")
             if metric in WARNING_METRICS and isinstance(raw, (int, float)) and raw > 0:
                 shown = f"{raw:g}" if metric != "grading_error" else f"{raw:.2%} of rows"
@@ -204,11 +221,7 @@ def run_warnings(run: Run) -> list[str]:
             out.append(f"{where}: {task}: predict-only run (no answers): accuracy is NaN (n/a)")
         elif nan_metrics:
             out.append(f"{where}: {task}: NaN for {', '.join(nan_metrics)}")
-    sample_tasks = [
-        t
-        for t, row in run.tasks().items()
-        if any(k.startswith("sample_tests_only,") and v for k, v in row.items())
-    ]
+    sample_tasks = [t for t in run.tasks() if _sample_tests(run, t)]
     if sample_tasks:
         out.append(
             f"{where}: SAMPLE-TEST scoring in {len(sample_tasks)} xCodeEval tasks: public sample "

@@ -403,7 +403,7 @@ class JoinReport:
     runtime_reasons: dict[str, str] = field(default_factory=dict)
     tests: str = "hidden"  # or "sample"
     unit: str = "rows"  # what the counted items are, as messages name them
-    counted_in: str = "unavailable_runtime_rows and unscored_rows"
+    counted_in: str = "the protocol's unavailable_runtime_rows and unscored_rows (results file)"
 
     @property
     def unavailable_rows(self) -> int:
