@@ -166,3 +166,19 @@ def test_the_results_file_records_the_protocol_and_the_table_shows_headlines(
     assert rows["xcodeeval_synth_greedy_python"] == ["pass@1"], run.stdout
     metrics = {k for k in run.report["results"]["xcodeeval_synth_greedy_python"] if "," in k}
     assert metrics == {"pass@1,judge", "pass@1_stderr,judge"}
+
+
+def test_the_report_warns_from_the_recorded_protocol(tmp_path: Path) -> None:
+    from lm_eval_tasks.reporting.results import Run
+    from lm_eval_tasks.reporting.table import run_warnings
+
+    recorded = {"tests": "sample", "infra_errors": 2, "unscored_rows": 3}
+    data = {
+        "results": {"xcodeeval_synth_greedy_go": {"pass@1,judge": 0.5}},
+        "configs": {"xcodeeval_synth_greedy_go": {"metadata": {"protocol": recorded}}},
+        "config": {"model": "hf", "model_args": "pretrained=m"},
+    }
+    text = "\n".join(run_warnings(Run(tmp_path / "results_x.json", data)))
+    assert "xcodeeval_synth_greedy_go: infra_errors = 2" in text
+    assert "xcodeeval_synth_greedy_go: unscored_rows = 3" in text
+    assert "SAMPLE-TEST scoring in 1 xCodeEval tasks" in text
