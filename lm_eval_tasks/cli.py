@@ -3,6 +3,7 @@
 The table below is the whole command tree. Modules are imported only when their subcommand
 runs, so `code-eval exec ...` starts without loading lm-eval, and `--help` works on every level:
 `code-eval --help`, `code-eval score --help`, `code-eval score xcodeeval --help`.
+`code-eval --version` prints the installed package's version.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from lm_eval_tasks import PATH
+
+DISTRIBUTION = "code-eval-taskpack"
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,17 @@ def print_tasks_path(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def version() -> str:
+    """The installed package's version, from its metadata."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def _resolve(target: str) -> Callable[[list[str]], int]:
     module, _, func = target.partition(":")
     return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
@@ -95,6 +109,9 @@ def _help(prefix: tuple[str, ...]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--version"]:
+        print(f"code-eval {version()}")
+        return 0
     prefix: tuple[str, ...] = ()
     while True:
         for cmd in COMMANDS:
@@ -105,7 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             break
         if not args or args[0] in ("-h", "--help"):
             where = " ".join(("code-eval", *prefix))
-            print(f"usage: {where} COMMAND [ARGS...]\n\ncommands:\n{_help(prefix)}")
+            usage = f"usage: {where} COMMAND [ARGS...]"
+            if not prefix:
+                usage += f"\n       {where} --version"
+            print(f"{usage}\n\ncommands:\n{_help(prefix)}")
             return 0 if args else 2
         word = args.pop(0)
         if not any(c.words[len(prefix)] == word for c in below):

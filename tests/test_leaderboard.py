@@ -157,3 +157,29 @@ def test_bad_leaderboard_files_name_the_field(tmp_path: Path, text: str, message
     with pytest.raises(LeaderboardError) as err:
         load(path)
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_dry_run_checks_task_names_and_suggests_the_nearest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lm_eval_tasks.reporting.leaderboard import main
+
+    def board(task: str) -> Path:
+        path = tmp_path / "board.yaml"
+        path.write_text(
+            json.dumps(
+                {
+                    "output": "runs",
+                    "models": [{"name": "m", "model": "hf"}],
+                    "task_sets": [{"name": "t", "tasks": ["clozetest_maxmin_go", task]}],
+                }
+            )
+        )
+        return path
+
+    assert main([str(board("xcodeeval_synth_greedy_pyhton")), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown task 'xcodeeval_synth_greedy_pyhton'" in err
+    assert "did you mean 'xcodeeval_synth_greedy_python'?" in err and "lm-eval ls tasks" in err
+    assert main([str(board("xcodeeval_synth_greedy")), "--dry-run"]) == 0
+    assert "would run clozetest_maxmin_go, xcodeeval_synth_greedy" in capsys.readouterr().out

@@ -50,6 +50,20 @@ def test_every_task_and_group_file_is_generated() -> None:
             assert path.read_text(encoding="utf-8").startswith(_yamlgen.MARK), path
 
 
+def test_every_task_declares_the_protocol_its_run_records() -> None:
+    """Each task's dataset hook fills its YAML's `metadata.protocol` mapping, which lm-eval writes
+    into the results file (`lm_eval_tasks.protocol`): a task without it would record nothing."""
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    tasks = 0
+    for path in TASKS_DIR.rglob("*.yaml"):
+        config = load_yaml(path, resolve_func=False, recursive=True)
+        if isinstance(config.get("task"), str):
+            tasks += 1
+            assert (config.get("metadata") or {}).get("protocol") == {}, path
+    assert tasks > 100
+
+
 def test_check_on_the_command_line_fails_on_a_stale_file(tmp_path: Path) -> None:
     """`python -m ..._generate_configs --check` over a copy of the pack with one edited file."""
     copy = tmp_path / "pack"

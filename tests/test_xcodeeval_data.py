@@ -367,7 +367,10 @@ def test_tag_macro_f1_against_hand_computed_value() -> None:
 def test_tag_with_description_reports_rows_without_a_problem() -> None:
     out = run_tasks(["xcodeeval_tag_desc_python"], _tag_script)
     res = out["results"]["xcodeeval_tag_desc_python"]
-    assert res["unscored_rows,none"] == 1.0
+    assert {k for k in res if "," in k} == {
+        "macro_f1,none", "macro_f1_stderr,none", "exact_match,none", "exact_match_stderr,none"
+    }  # fmt: skip
+    assert out["configs"]["xcodeeval_tag_desc_python"]["metadata"]["protocol"]["unscored_rows"] == 1
     assert out["samples"]["xcodeeval_tag_desc_python"][0]["doc"]["description"]
     assert len(out["samples"]["xcodeeval_tag_desc_python"]) == 3
 
@@ -459,6 +462,12 @@ def test_score_cli_names_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFi
     assert xcodeeval_score.main([str(preds), "--data-dir", str(copy)]) == 2
     err = capsys.readouterr().err
     assert str(copy / "unittest_db.json") in err and "xcodeeval_score" in err
+    # the advice names this command's flags, not the lm-eval tasks' --metadata keys
+    assert "--sample-tests" in err and "--data-dir" in err and "--metadata" not in err
+    assert err.startswith("code-eval score xcodeeval: error: ") and err.count("\n") == 1
+    assert xcodeeval_score.main([str(preds), "--data-dir", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert "set by --data-dir or $XCODEEVAL_DATA" in err and "--metadata" not in err
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"src_uid": fx.SUM, "source_code": ""}) + "\n")
     assert xcodeeval_score.main([str(bad), "--data-dir", str(FIXTURES), "--sample-tests"]) == 2

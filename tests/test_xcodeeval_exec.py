@@ -46,6 +46,11 @@ def _runtimes(clusters: Sequence[str]) -> None:
     require(not missing, f"toolchains missing for: {', '.join(missing)} (run `make toolchains`)")
 
 
+def _protocol(out: dict[str, Any], task: str) -> dict[str, Any]:
+    """The protocol a run recorded for `task` (as the results file holds it)."""
+    return dict(out["configs"][task]["metadata"]["protocol"])
+
+
 def _pass_at_k_by_formula(n: int, c: int, k: int) -> float:
     return 1.0 if n - c < k else 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
@@ -101,11 +106,34 @@ def test_one_engine_batch_per_task_run_and_verdicts_in_logged_samples(
     for k in (1, 5, 10, 20):
         want = (_pass_at_k_by_formula(20, 3, k) + _pass_at_k_by_formula(20, 12, k)) / 2
         assert res[f"pass@{k},judge"] == pytest.approx(want)
-    assert res["unscored_rows,judge"] == 1.0  # the problem without hidden tests
+    assert _protocol(out, "xcodeeval_synth_python")["unscored_rows"] == 1  # no hidden tests
     sample = out["samples"]["xcodeeval_synth_python"][0]
     records = verdict_records(sample["filtered_resps"][0])
     assert len(records) == 20 and [r["verdict"] for r in records].count("PASSED") == 3
     assert {"verdict", "failed_test", "code", "tests", "language"} <= set(records[0])
+
+
+def test_a_language_group_prints_pass_at_k_rows_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lm-eval's printed tables (the CLI prints `make_table` of both): one pass@1 row per
+    language plus the group's mean; the counts are in each task's protocol instead."""
+    from lm_eval.utils import make_table
+
+    _CountingEngine(monkeypatch)
+    out = support.run_tasks(["xcodeeval_synth_greedy"], support.oracle, xcodeeval_exec_cache="none")
+
+    def rows(table: str) -> list[list[str]]:
+        cells = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()]
+        return [r for r in cells[2:] if len(r) > 4]
+
+    tasks, groups = rows(make_table(out)), rows(make_table(out, "groups"))
+    assert len(tasks) == 1 + len(SLUGS) and {r[4] for r in tasks} == {"pass@1"}
+    assert [(r[0], r[4]) for r in groups] == [("xcodeeval_synth_greedy", "pass@1")]
+    per_language = [out["results"][f"xcodeeval_synth_greedy_{s}"]["pass@1,judge"] for s in SLUGS]
+    mean = sum(per_language) / len(SLUGS)  # the unweighted mean over languages
+    assert out["results"]["xcodeeval_synth_greedy"]["pass@1,judge"] == pytest.approx(mean)
+    for slug in SLUGS:
+        recorded = _protocol(out, f"xcodeeval_synth_greedy_{slug}")
+        assert recorded["programs_judged"] == 2 and recorded["tests"] == "hidden"
 
 
 def test_execeval_switch_selects_the_execeval_comparator_and_limits(
@@ -161,9 +189,10 @@ def test_apr_rows_in_an_unavailable_runtime_are_counted_not_scored(
     res = out["results"]["xcodeeval_apr_greedy_python"]
     # the Python 2 row is neither judged (an INFRA_ERROR would make pass@1 NaN) nor hidden
     assert [j.language for j in engine.calls[0]] == ["Python 3"]
-    assert res["pass@1,judge"] == 1.0 and res["infra_errors,judge"] == 0.0
-    assert res["unavailable_runtime_rows,judge"] == 1.0
-    assert res["unscored_rows,judge"] == 1.0
+    protocol = _protocol(out, "xcodeeval_apr_greedy_python")
+    assert res["pass@1,judge"] == 1.0 and protocol["infra_errors"] == 0
+    assert protocol["unavailable_runtime_rows"] == 1
+    assert protocol["unscored_rows"] == 1
     assert [s["doc"]["apr_id"] for s in out["samples"]["xcodeeval_apr_greedy_python"]] == [
         "apr-Python-1"
     ]
@@ -268,7 +297,9 @@ def test_infra_errors_are_counted_not_scored_as_failures(monkeypatch: pytest.Mon
         ["xcodeeval_synth_greedy_ruby"], support.oracle, xcodeeval_exec_cache="none"
     )
     res = out["results"]["xcodeeval_synth_greedy_ruby"]
-    assert res["infra_errors,judge"] == 1.0
+    protocol = _protocol(out, "xcodeeval_synth_greedy_ruby")
+    assert protocol["infra_errors"] == 1 and protocol["programs_judged"] == 2
+    assert protocol["verdicts"] == {"PASSED": 1, "INFRA_ERROR": 1}
     # the melon problem could not be judged: NaN, never a silent 0 (which would give 0.5)
     assert math.isnan(res["pass@1,judge"])
     per_doc = {
@@ -290,7 +321,8 @@ def test_sample_test_scoring_is_labelled(
         xcodeeval_exec_cache="none",
     )
     res = out["results"]["xcodeeval_synth_greedy_python"]
-    assert res["sample_tests_only,judge"] == 1.0 and res["pass@1,judge"] == 0.0
+    assert _protocol(out, "xcodeeval_synth_greedy_python")["tests"] == "sample"
+    assert res["pass@1,judge"] == 0.0
     assert len(engine.calls) == 1 and len(engine.calls[0]) == 106
     first = json.loads(
         Path(shared_data / "xcodeeval_sample" / "problem_descriptions.jsonl")
@@ -332,7 +364,7 @@ def test_oracle_scores_one_in_every_language(exec_cache: str) -> None:
         assert results[f"xcodeeval_synth_greedy_{slug}"]["pass@1,judge"] == 1.0, _verdicts(
             out, f"xcodeeval_synth_greedy_{slug}"
         )
-        assert results[f"xcodeeval_synth_{slug}"]["infra_errors,judge"] == 0.0
+        assert _protocol(out, f"xcodeeval_synth_{slug}")["infra_errors"] == 0
     assert results["xcodeeval_synth"]["pass@5,judge"] == 1.0
     assert results["xcodeeval_synth_greedy"]["pass@1,judge"] == 1.0
 
@@ -385,7 +417,7 @@ def test_translation_and_repair_with_oracle(exec_cache: str) -> None:
     )
     res = out["results"]
     assert res["xcodeeval_translate_greedy_python"]["pass@1,judge"] == 1.0
-    assert res["xcodeeval_translate_greedy_python"]["unscored_rows,judge"] == 1.0  # unknown src_uid
+    assert _protocol(out, "xcodeeval_translate_greedy_python")["unscored_rows"] == 1  # unknown uid
     assert len(out["samples"]["xcodeeval_translate_greedy_python"]) == 20
     assert res["xcodeeval_apr_greedy_ruby"]["pass@1,judge"] == 1.0
     assert res["xcodeeval_apr_greedy_cpp"]["pass@1,judge"] == 1.0

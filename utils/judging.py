@@ -102,13 +102,15 @@ def judge_programs(
     label: str,
     backend: str = "local",
     backend_options: Mapping[str, str] | None = None,
+    isolation: str = "required",
     limits_note: str = "",
     progress: Callable[..., Any] | None = None,
     logger: logging.Logger | None = None,
 ) -> list[dict[str, Any]]:
     """Verdict records ({verdict, failed_test, tests_run, detail, stderr, runtime, limits}) of
     `programs`, in input order, from one engine batch. `limits_note` says in the log which
-    limits the benchmark applied; `logger` is the benchmark's own (this module's by default)."""
+    limits the benchmark applied; `isolation` is the engine's policy; `logger` is the benchmark's
+    own (this module's by default)."""
     log = logger or _log
     if not programs:
         return []
@@ -120,6 +122,7 @@ def judge_programs(
         workers=workers,
         cache=cache,
         comparator=comparator,
+        isolation=isolation,
         backend=get_backend(backend, backend_options),
     )
     bar = None

@@ -15,6 +15,7 @@ document (`Frozen.freeze`) and are regrouped there (`regroup`).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -184,6 +185,45 @@ def parse_settings(
             value = setting.default_value() if given is None else given
         out[setting.key] = setting.convert(value)
     return out
+
+
+def known_keys(declarations: Sequence[Setting]) -> list[str]:
+    """Every key and alias of `declarations`."""
+    return [k for s in declarations for k in (s.key, *s.aliases)]
+
+
+def unknown_keys(
+    kwargs: Mapping[str, Any], prefixes: Sequence[str], known: Sequence[str]
+) -> list[str]:
+    """Keys of `kwargs` (top level or a nested `metadata` dict) that start with one of
+    `prefixes` but are not in `known`, in the order given."""
+    nested = kwargs.get("metadata")
+    keys = [*kwargs, *(nested if isinstance(nested, Mapping) else ())]
+    allowed = set(known)
+    found = (k for k in keys if isinstance(k, str) and k.startswith(tuple(prefixes)))
+    return list(dict.fromkeys(k for k in found if k not in allowed))
+
+
+def check_known(
+    kwargs: Mapping[str, Any],
+    prefixes: Sequence[str],
+    known: Sequence[str],
+    internal: Sequence[str] = (),
+) -> None:
+    """A ValueError naming every key with a benchmark's prefix that no setting declares, each with
+    the nearest declared key: a misspelt setting must never run silently on its default.
+    `internal` keys (set by the task files themselves) are accepted but never suggested."""
+    unknown = unknown_keys(kwargs, prefixes, [*known, *internal])
+    if not unknown:
+        return
+    parts = []
+    for key in unknown:
+        near = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+        parts.append(f"{key!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    raise ValueError(
+        f"unknown setting{'s' if len(parts) > 1 else ''} {', '.join(parts)}: no benchmark of "
+        f"this pack reads {'them' if len(parts) > 1 else 'it'}; the READMEs list every key"
+    )
 
 
 def render_table(declarations: Sequence[Setting]) -> str:

@@ -36,7 +36,8 @@ def stop_strings() -> dict[str, list[str]]:
 
 
 def variant(name: str, until: list[str], execute: bool) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"version": VERSION, "sg_infilling_variant": name}
+    # `protocol`: written by the task, how it was prompted and graded (lm_eval_tasks/protocol.py)
+    metadata: dict[str, Any] = {"version": VERSION, "sg_infilling_variant": name, "protocol": {}}
     if execute:
         metadata["sg_infilling_exec"] = True
     return {

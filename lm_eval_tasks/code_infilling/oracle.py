@@ -4,10 +4,11 @@ A row whose gold middle does not resolve is a problem of the environment (a miss
 a wrong test command, a checkout without the commit) or of the row itself, and would count
 against every model; run this once before trusting `_exec` numbers.
 
-    python -m lm_eval_tasks.code_infilling.oracle --grader local --repos-dir DIR \
+    code-eval oracle infilling --grader local --repos-dir DIR \
         [--data FILE] [--test-cmd "python -m pytest -rA"] [--limit N] [--output OUT.jsonl]
 
-Exit status 0 when every gold middle resolved, 1 otherwise.
+Exit status 0 when every gold middle resolved, 1 otherwise, 2 (one line on stderr) when the rows
+or the set-up cannot be used at all (no rows, a bad setting, no Docker for `swebench`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,16 @@ import json
 import sys
 from typing import Any
 
+from code_eval_taskpack.utils.errors import DataError
 from lm_eval_tasks.code_infilling.documents import rows_from
-from lm_eval_tasks.code_infilling.grading import GradingSettings, grade, preflight
+from lm_eval_tasks.code_infilling.grading import (
+    GradingSettings,
+    GradingUnavailable,
+    grade,
+    preflight,
+)
+
+PROG = "code-eval oracle infilling"
 
 
 def run(kwargs: dict[str, Any], limit: int | None = None) -> list[dict[str, Any]]:
@@ -34,7 +43,9 @@ def run(kwargs: dict[str, Any], limit: int | None = None) -> list[dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Grade the gold middles; all must resolve.")
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Grade the gold middles; all must resolve."
+    )
     parser.add_argument("--grader", choices=["swebench", "local"], default="swebench")
     parser.add_argument(
         "--repos-dir", help="folder of <owner>__<name> git checkouts (local grader)"
@@ -45,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         help="local parquet or JSONL file (default: $SG_INFILLING_DATA, else the Hub file)",
     )
     parser.add_argument("--limit", type=int, help="first N rows only")
-    parser.add_argument("--workers", type=int)
+    parser.add_argument(
+        "--workers", type=int, help="instances graded in parallel (default: 2, 1 on one CPU)"
+    )
     parser.add_argument("--output", help="write one JSON outcome per line here")
     args = parser.parse_args(argv)
     kwargs: dict[str, Any] = {"grader": args.grader}
@@ -57,7 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     ):
         if value is not None:
             kwargs[key] = value
-    outcomes = run(kwargs, args.limit)
+    try:
+        outcomes = run(kwargs, args.limit)
+    except (DataError, ValueError, GradingUnavailable) as exc:
+        # unusable input or set-up: one line naming the cause, like the other commands
+        print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.writelines(json.dumps(o) + "\n" for o in outcomes)

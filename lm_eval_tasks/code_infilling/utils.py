@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from code_eval_taskpack.utils.metrics import edit_similarity, exact_match
+from lm_eval_tasks import protocol
 from lm_eval_tasks.code_infilling import documents, fim, grading
 
 
@@ -18,12 +19,29 @@ def load(**kwargs: Any) -> dict[str, Any]:
     For `sg_infilling_custom[_exec]` the format, hence its stop strings, is known only now, so
     they are also put into the calling task's `generation_kwargs.until` (lm-eval builds the
     requests from it after this hook returns): the model stops at them as with the built-in
-    formats, whose stops the generated YAML carries.
+    formats, whose stops the generated YAML carries. The rows' source, the format, the prompt
+    budget and the grader are recorded in the task's protocol (`lm_eval_tasks.protocol`).
     """
+    protocol.check_settings(kwargs)
     dataset = documents.build_dataset(**kwargs)
     if str(kwargs.get("sg_infilling_variant") or "custom") == "custom":
         _send_stops_to_generation(list(documents.format_from(kwargs).stop))
+    protocol.record(kwargs, "sg_infilling", _protocol(dataset["test"]))
     return dataset
+
+
+def _protocol(rows: Any) -> dict[str, Any]:
+    """How the task's rows are prompted and graded, from what every document carries."""
+    first = rows[0] if len(rows) else {}
+    info = json.loads(first["prompt_info"]) if first else {}
+    return {
+        "benchmark": "sg_infilling",
+        "data": first.get("data_source"),
+        "rows": len(rows),
+        "format": json.loads(first["fim_format"])["name"] if first else None,
+        "prompt_budget": {"limit": info.get("budget"), "unit": info.get("unit")},
+        "grading": json.loads(first["grading"]) if first and first["grading"] else None,
+    }
 
 
 def _send_stops_to_generation(stops: list[str]) -> None:

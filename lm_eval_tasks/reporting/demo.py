@@ -292,7 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--write-expected", action="store_true", help=f"rewrite {EXPECTED.name} from this run"
     )
     p.add_argument("--expected", type=Path, default=EXPECTED)
-    p.add_argument("--workers", type=int, default=None)
+    p.add_argument(
+        "--workers", type=int, default=None, help="programs judged in parallel (default: CPUs)"
+    )
     args = p.parse_args(argv)
     summary, programs = judge(
         args.predictions, args.data_dir, args.only_execeval_passed, args.workers

@@ -344,12 +344,38 @@ class RunSummary:
     failed: dict[str, str] = field(default_factory=dict)
 
 
+def check_task_names(board: Leaderboard) -> None:
+    """Every task set names tasks, groups or tags that exist under the board's include path
+    (as the runs load them): a typo is an error naming the nearest name, before any run."""
+    import difflib
+
+    from lm_eval.tasks import TaskManager
+
+    known = sorted(
+        TaskManager(include_path=str(board.include_path), include_defaults=False).all_tasks
+    )
+    problems = []
+    for task_set in board.task_sets:
+        for name in task_set.tasks:
+            if name in known:
+                continue
+            near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            problems.append(f"task set {task_set.name!r}: unknown task {name!r}{hint}")
+    if problems:
+        raise LeaderboardError(
+            f"{board.path}: {'; '.join(problems)}; `lm-eval ls tasks --include_path "
+            f"{board.include_path}` lists the tasks"
+        )
+
+
 def run(
     board: Leaderboard, only: Sequence[str] = (), dry_run: bool = False, out: Any = None
 ) -> RunSummary:
     out = out or sys.stdout
     for module in board.imports:
         importlib.import_module(module)
+    check_task_names(board)
     models = [m for m in board.models if not only or m.name in only]
     unknown = set(only) - {m.name for m in board.models}
     if unknown:
@@ -400,7 +426,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("leaderboard", type=Path, help="the leaderboard YAML file")
     p.add_argument("--only", nargs="+", default=[], metavar="MODEL", help="run these models only")
-    p.add_argument("--dry-run", action="store_true", help="list what would run")
+    p.add_argument(
+        "--dry-run", action="store_true", help="check the task names and list what would run"
+    )
     args = p.parse_args(argv)
     try:
         board = load(args.leaderboard)

@@ -145,6 +145,12 @@ class Run:
             self._logged[task] = list(samples(path)) if path is not None else []
         return self._logged[task]
 
+    def protocol(self, task: str) -> dict[str, Any]:
+        """How the task was scored, as the run recorded it (`lm_eval_tasks.protocol`); empty for
+        results files written before it existed."""
+        value = self.metadata(task).get("protocol")
+        return dict(value) if isinstance(value, dict) else {}
+
 
 def label_runs(runs: list[Run]) -> None:
     """Give every run its row label: the model's name, `(--limit N)` for a partial run, and the

@@ -180,8 +180,11 @@ def _doc_fields(run: Run, task: str) -> dict[str, Any]:
 
 
 def tests_used(run: Run, task: str, filter_name: str = "judge") -> str | None:
-    """ "sample" or "hidden": the tests that judged an xCodeEval task, from its reported counter,
-    else its logged documents, else its metadata; None when the run does not say."""
+    """ "sample" or "hidden": the tests that judged an xCodeEval task, from its recorded protocol,
+    else its reported counter (older results files), else its logged documents, else its metadata; None when the run does not say."""
+    recorded = run.protocol(task).get("tests")
+    if recorded in ("sample", "hidden"):
+        return str(recorded)
     if run.has(task, "sample_tests_only", filter_name):
         return "sample" if run.value(task, "sample_tests_only", filter_name) else "hidden"
     kind = _doc_fields(run, task).get("_tests")
@@ -194,11 +197,12 @@ def tests_used(run: Run, task: str, filter_name: str = "judge") -> str | None:
 
 
 def counters(run: Run, task: str) -> dict[str, float]:
-    """The per-task counters of WARNING_METRICS: as reported beside pass@k (any filter), else
+    """The per-task counters of WARNING_METRICS: as the run's protocol records them (older results
+    files: reported beside pass@k, any filter), else
     rebuilt from the logged samples (INFRA_ERROR verdicts, the documents' row counters)."""
     row = run.tasks().get(task) or {}
     out: dict[str, float] = {}
-    for key, raw in row.items():
+    for key, raw in [*run.protocol(task).items(), *row.items()]:
         metric, _, _filt = key.partition(",")
         if metric in WARNING_METRICS and isinstance(raw, (int, float)):
             out[metric] = max(out.get(metric, 0.0), float(raw))
@@ -226,8 +230,11 @@ def _protocol(run: Run, h: Headline, tasks: list[str]) -> str:
             parts.append("hidden tests")
         else:
             parts.append("tests not recorded")
+        recorded = run.protocol(tasks[0]).get("comparator") if tasks else None
         exec_settings = _doc_fields(run, tasks[0]).get("_exec") if tasks else None
-        if isinstance(exec_settings, dict) and "execeval_compat" in exec_settings:
+        if recorded:
+            compat = recorded == "execeval"
+        elif isinstance(exec_settings, dict) and "execeval_compat" in exec_settings:
             compat = bool(exec_settings["execeval_compat"])
         else:
             compat = _truthy(meta.get("xcodeeval_execeval_compat", False))

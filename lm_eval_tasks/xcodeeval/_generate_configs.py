@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_tasks import _yamlgen
-from lm_eval_tasks._yamlgen import Function
 from lm_eval_tasks.xcodeeval.data import SLUGS
 from lm_eval_tasks.xcodeeval.metrics import ks_for
 
@@ -36,14 +35,6 @@ MAX_GEN_TOKS = 1024
 EXEC_KINDS = ("synth", "translate", "apr")  # judged by running programs, sampled
 LABEL_KINDS = ("tag", "tag_desc", "compile")  # one task per language plus one pooled task
 RETRIEVAL_KINDS = ("retrieval_nl_code", "retrieval_code_code")
-
-# Reported by every execution task next to pass@k, with the hook that aggregates it.
-_EXEC_COUNTERS = [
-    ("infra_errors", "utils.total"),
-    ("unscored_rows", "utils.largest"),
-    ("unavailable_runtime_rows", "utils.largest"),
-    ("sample_tests_only", "utils.largest"),
-]
 
 
 @dataclass(frozen=True)
@@ -69,13 +60,11 @@ class Sampling:
         else:
             generation |= {"do_sample": True, "temperature": PAPER_TEMPERATURE, "top_p": 1.0}
         generation["max_gen_toks"] = MAX_GEN_TOKS
+        # pass@k only: the counts (engine failures, rows not scored, which tests) are in the
+        # task's protocol (`lm_eval_tasks.protocol`), not in the printed table
         metrics: list[dict[str, Any]] = [
             {"metric": f"pass@{k}", "aggregation": "mean", "higher_is_better": True}
             for k in self.ks
-        ]
-        metrics += [
-            {"metric": metric, "aggregation": Function(hook), "higher_is_better": False}
-            for metric, hook in _EXEC_COUNTERS
         ]
         return {"repeats": self.repeats, "generation_kwargs": generation, "metric_list": metrics}
 

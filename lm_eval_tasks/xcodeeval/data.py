@@ -64,6 +64,18 @@ SAMPLE_TESTS_HINT = (
 )
 
 
+@dataclass(frozen=True)
+class SettingNames:
+    """How error messages tell the user to point at a local copy or switch to sample tests: lm-eval
+    runs name `--metadata` keys, a command line its own flags."""
+
+    local_copy: str = LOCAL_COPY
+    sample_tests: str = SAMPLE_TESTS_HINT
+
+
+LM_EVAL_NAMES = SettingNames()
+
+
 def check_split(split: Any) -> str:
     """The split a run asked for (`xcodeeval_split` / `$XCODEEVAL_SPLIT`), checked."""
     try:
@@ -105,6 +117,7 @@ class DataSource:
 
     local_dir: Path | None = None
     sample_tests: bool = False
+    names: SettingNames = field(default=LM_EVAL_NAMES, compare=False)
 
     @property
     def tests_kind(self) -> str:
@@ -131,18 +144,18 @@ class DataSource:
 
     def path(self, relpath: str, needed_by: str) -> Path:
         """Local path of `relpath`, downloading it from the Hub (cached) when no copy is set."""
-        hint = f"; {SAMPLE_TESTS_HINT}" if relpath == UNITTESTS_FILE else ""
+        hint = f"; {self.names.sample_tests}" if relpath == UNITTESTS_FILE else ""
         if self.local_dir is not None:
             target = self.local_dir / relpath
             if not target.is_file():
                 raise DataError(
                     target,
                     f"file not found; {needed_by} needs it (xCodeEval data dir {self.local_dir}, "
-                    f"set by {LOCAL_COPY}){hint}",
+                    f"set by {self.names.local_copy}){hint}",
                 )
             return target
         return download.download_hub_file(
-            HUB_REPO, relpath, needed_by=needed_by, local_copy=LOCAL_COPY, hint=hint
+            HUB_REPO, relpath, needed_by=needed_by, local_copy=self.names.local_copy, hint=hint
         )
 
     def require(self, relpaths: Sequence[str], needed_by: str) -> None:
@@ -159,16 +172,19 @@ class DataSource:
             )
 
 
-def source_from_settings(kwargs: Mapping[str, Any]) -> DataSource:
-    """The data source chosen by lm-eval metadata / model_args / environment."""
+def source_from_settings(
+    kwargs: Mapping[str, Any], names: SettingNames = LM_EVAL_NAMES
+) -> DataSource:
+    """The data source chosen by lm-eval metadata / model_args / environment; its errors name
+    the settings as `names` says."""
     values = parse_settings((xs.DATA_DIR, xs.SAMPLE_TESTS), kwargs)
     local, sample = values[DATA_DIR_KEY], values[SAMPLE_TESTS_KEY]
     if local is not None:
         root = Path(str(local)).expanduser()
         if not root.is_dir():
-            raise DataError(root, f"xCodeEval data dir does not exist ({LOCAL_COPY})")
-        return DataSource(root.resolve(), sample)
-    return DataSource(None, sample)
+            raise DataError(root, f"xCodeEval data dir does not exist (set by {names.local_copy})")
+        return DataSource(root.resolve(), sample, names)
+    return DataSource(None, sample, names)
 
 
 # --------------------------------------------------------------------------- raw readers
@@ -403,7 +419,7 @@ class JoinReport:
     runtime_reasons: dict[str, str] = field(default_factory=dict)
     tests: str = "hidden"  # or "sample"
     unit: str = "rows"  # what the counted items are, as messages name them
-    counted_in: str = "unavailable_runtime_rows and unscored_rows"
+    counted_in: str = "the protocol's unavailable_runtime_rows and unscored_rows (results file)"
 
     @property
     def unavailable_rows(self) -> int:

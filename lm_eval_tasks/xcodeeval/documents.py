@@ -4,8 +4,10 @@ A document is a flat dict: the fields the YAML prompt templates use, the gold an
 execution tasks what the judging filter needs to find the tests again (data source, test kind,
 limits) without copying hidden tests into logged samples. Rows that could not be joined are
 counted by `lm_eval_tasks.xcodeeval.data.JoinReport`; the count travels in `_unscored_rows` (and, for rows
-whose own runtime is unavailable here, `_unavailable_runtime_rows`) so that it is reported as a
-metric next to the score.
+whose own runtime is unavailable here, `_unavailable_runtime_rows`). How the task is scored (data,
+split, tests, comparator, limits, backend, those counts) is written into the task's protocol in the
+results file (`lm_eval_tasks.protocol`); execution documents carry its key in `_protocol`, so the
+judging filter can add the verdict counts and the runtimes that judged.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from code_eval_taskpack.execution.languages import resolve
 from code_eval_taskpack.utils import datafiles
 from code_eval_taskpack.utils.errors import DataError
 from code_eval_taskpack.utils.settings import parse_settings
+from lm_eval_tasks import protocol
 from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval import settings as xs
-from lm_eval_tasks.xcodeeval.judging import settings_from
+from lm_eval_tasks.xcodeeval.judging import ExecSettings, settings_from
 
 log = logging.getLogger("xcodeeval")
 
@@ -39,6 +42,7 @@ KINDS = (
 )
 # Retrieval defaults to validation: the public test files lack positive/negative programs.
 DEFAULT_SPLIT = {"retrieval_nl_code": "validation", "retrieval_code_code": "validation"}
+EXEC_KINDS = ("synth", "translate", "apr")
 
 
 def build_dataset(**kwargs: Any) -> dict[str, datasets.Dataset]:
@@ -48,6 +52,7 @@ def build_dataset(**kwargs: Any) -> dict[str, datasets.Dataset]:
     the user's choices from `--metadata` / model_args / environment, as declared in
     `lm_eval_tasks.xcodeeval.settings`.
     """
+    protocol.check_settings(kwargs)
     task = str(kwargs["xce_task"])
     kind = str(kwargs["xce_kind"])
     if kind not in KINDS:
@@ -61,8 +66,47 @@ def build_dataset(**kwargs: Any) -> dict[str, datasets.Dataset]:
         raise ValueError(f"{exc} (the retrieval tasks' 'dev' files are 'validation')") from None
     source = xd.source_from_settings(kwargs)
     docs = build_docs(kind, task, clusters, split, source, kwargs)
+    fields = task_protocol(task, kind, clusters, split, source, docs, kwargs)
+    key = protocol.record(kwargs, task, fields)
+    if kind in EXEC_KINDS:
+        for doc in docs:
+            doc["_protocol"] = key
     log.info("%s: %d documents from %s, split %s", task, len(docs), source.describe(), split)
     return {"test": datasets.Dataset.from_list(docs) if docs else _empty()}
+
+
+def task_protocol(
+    task: str,
+    kind: str,
+    clusters: Sequence[str],
+    split: str,
+    source: xd.DataSource,
+    docs: Sequence[Mapping[str, Any]],
+    kwargs: Mapping[str, Any],
+) -> dict[str, Any]:
+    """What the results file records about how the task is scored (see `lm_eval_tasks.protocol`):
+    the data, and for execution tasks the tests, the judging settings and the rows not scored."""
+    out: dict[str, Any] = {
+        "benchmark": "xcodeeval",
+        "task": task,
+        "kind": kind,
+        "languages": list(clusters),
+        "data": source.describe(),
+        "split": split,
+        "documents": len(docs),
+    }
+    if kind in ("tag", "tag_desc"):
+        out["unscored_rows"] = int(docs[0]["_unscored_rows"]) if docs else 0
+    if kind not in EXEC_KINDS:
+        return out
+    settings = ExecSettings.thaw(docs[0]["_exec"]) if docs else settings_from(kwargs)
+    return {
+        **out,
+        "tests": source.tests_kind,
+        **settings.protocol(),
+        "unscored_rows": int(docs[0]["_unscored_rows"]) if docs else 0,
+        "unavailable_runtime_rows": int(docs[0]["_unavailable_runtime_rows"]) if docs else 0,
+    }
 
 
 def _empty() -> datasets.Dataset:

@@ -4,7 +4,9 @@ Execution tasks judge in a filter, because lm-eval hands a filter every response
 once: all candidates of all documents become ONE engine batch. The filter's output per document is
 the list of per-sample verdict records, each a JSON string (lm-eval's sample logger turns anything
 else into a Python repr), which `--log_samples` writes as `filtered_resps`; `process_exec` then
-turns them into pass@k.
+turns them into pass@k, the only metrics of the printed table. The filter adds the batch's
+verdict counts (INFRA_ERROR included) and the runtimes that judged it to the task's protocol in
+the results file (`lm_eval_tasks.protocol`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +28,7 @@ from code_eval_taskpack.utils.metrics import (
     rank_of_positive,
 )
 from code_eval_taskpack.utils.settings import regroup
+from lm_eval_tasks import protocol
 from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval.judging import ExecSettings, judge
 from lm_eval_tasks.xcodeeval.metrics import ks_for
@@ -84,6 +88,7 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]])
             for j, code in enumerate(doc_codes)
         )
     records = judge(programs, settings, task)
+    protocol.update(str(docs[0].get("_protocol", "")), task, judged_protocol(records))
     out: list[list[str]] = []
     it = iter(records)
     for doc, doc_codes in zip(docs, codes, strict=True):
@@ -103,20 +108,40 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]])
     return out
 
 
+def judged_protocol(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What one judging batch adds to its task's protocol: verdict counts and, per runtime that
+    judged, its version (as the backend reported it) and the registry's time factor."""
+    from code_eval_taskpack.execution.languages import resolve
+
+    runtimes: dict[str, dict[str, Any]] = {}
+    for r in records:
+        name = r.get("runtime", {}).get("name")
+        if name and name not in runtimes:
+            runtime = resolve(name)
+            runtimes[name] = {
+                "version": r["runtime"].get("version"),
+                "time_factor": runtime.time_factor,
+                "memory_headroom_mb": runtime.as_headroom_mb,
+            }
+    places = {json.dumps(r.get("judged_by", {}), sort_keys=True) for r in records}
+    return {
+        "programs_judged": len(records),
+        "infra_errors": sum(r["verdict"] == INFRA_ERROR for r in records),
+        "verdicts": dict(Counter(r["verdict"] for r in records).most_common()),
+        "runtimes": dict(sorted(runtimes.items())),
+        "judged_by": [json.loads(p) for p in sorted(places)],
+    }
+
+
 def verdict_records(filtered: Sequence[Any]) -> list[dict[str, Any]]:
     """The judging filter's per-sample records of one document, parsed."""
     return [json.loads(r) if isinstance(r, str) else dict(r) for r in filtered]
 
 
 def process_exec(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, float]:
-    """pass@k (k <= samples per problem) plus the counts that must stay visible."""
+    """pass@k (k <= samples per problem); the counts are in the task's protocol."""
     verdicts = [r["verdict"] for r in verdict_records(results[0])]
-    out: dict[str, float] = dict(passk_from_verdicts(verdicts, ks_for(len(verdicts))))
-    out["infra_errors"] = float(sum(v == INFRA_ERROR for v in verdicts))
-    out["unscored_rows"] = float(doc["_unscored_rows"])
-    out["unavailable_runtime_rows"] = float(doc["_unavailable_runtime_rows"])
-    out["sample_tests_only"] = 1.0 if doc["_tests"] == "sample" else 0.0
-    return out
+    return dict(passk_from_verdicts(verdicts, ks_for(len(verdicts))))
 
 
 def process_tag(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, Any]:
@@ -127,7 +152,6 @@ def process_tag(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, Any]:
     return {
         "macro_f1": item,
         "exact_match": float(set(pred) == set(gold)),
-        "unscored_rows": float(doc["_unscored_rows"]),
     }
 
 
@@ -146,14 +170,6 @@ def process_retrieval(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, 
 
 
 # --------------------------------------------------------------------------- aggregations
-
-
-def total(items: Sequence[float]) -> float:
-    return float(sum(items))
-
-
-def largest(items: Sequence[float]) -> float:
-    return float(max(items)) if items else 0.0
 
 
 def tag_macro_f1(items: Sequence[dict[str, Any]]) -> float:

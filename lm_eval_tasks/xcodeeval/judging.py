@@ -26,6 +26,8 @@ log = logging.getLogger("xcodeeval")
 # and an RLIMIT_AS of 2 GiB. ExecEval ignores the problem's own time and memory limits.
 EXECEVAL_TIME_LIMIT_S = 2.0
 EXECEVAL_MEMORY_MB = 2048
+# Programs run only with every isolation layer the backend promises (the engine's default).
+ISOLATION_POLICY = "required"
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,28 @@ class ExecSettings(Frozen):
     def engine_cache(self) -> Path | None:
         return cache_dir(self.cache)
 
+    def limits_note(self) -> str:
+        if self.execeval_compat:
+            return (
+                f"ExecEval's: {EXECEVAL_TIME_LIMIT_S:g} s x the runtime's time factor, "
+                f"{EXECEVAL_MEMORY_MB} MB, whatever the problem's"
+            )
+        return "the problem's: its time limit x the runtime's time factor, its memory limit"
+
+    def protocol(self) -> dict[str, Any]:
+        """How programs are judged, as the results file records it (`lm_eval_tasks.protocol`)."""
+        cache = self.engine_cache()
+        return {
+            "comparator": self.comparator,
+            "limits": self.limits_note(),
+            "stop_on_first_failure": True,
+            "backend": self.exec_backend,
+            "backend_options": self.backend_options(),
+            "isolation_policy": ISOLATION_POLICY,
+            "workers": self.workers,
+            "verdict_cache": None if cache is None else str(cache),
+        }
+
 
 def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:
     """`xcodeeval_execeval_compat`, `xcodeeval_workers`, `xcodeeval_exec_cache` (a directory,
@@ -140,12 +164,9 @@ def judge(
         comparator=settings.comparator,
         backend=settings.exec_backend,
         backend_options=settings.backend_options(),
+        isolation=ISOLATION_POLICY,
         label=label,
-        limits_note=(
-            f"ExecEval limits {EXECEVAL_TIME_LIMIT_S:g} s x runtime factor, {EXECEVAL_MEMORY_MB} MB"
-            if settings.execeval_compat
-            else "problem limits x runtime factor"
-        ),
+        limits_note=f"limits {settings.limits_note()}",
         progress=progress,
         logger=log,
     )

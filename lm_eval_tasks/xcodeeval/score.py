@@ -1,6 +1,6 @@
 """Score xCodeEval programs generated elsewhere: pass@k per language and the unweighted mean.
 
-    python -m lm_eval_tasks.xcodeeval.score PREDICTIONS.jsonl [--data-dir DIR]
+    code-eval score xcodeeval PREDICTIONS.jsonl [--data-dir DIR]
         [--split validation|test] [--k 1 5 10] [--json] [--sample-tests] [--execeval-compat]
 
 Each input line is `{"src_uid", "lang" or "lang_cluster", "source_code"}`; several lines for one
@@ -36,12 +36,17 @@ from lm_eval_tasks.xcodeeval.judging import ExecSettings, judge
 from lm_eval_tasks.xcodeeval.metrics import DEFAULT_KS, language_table
 
 NEEDED_BY = "xcodeeval_score"
+PROG = "code-eval score xcodeeval"
+# errors name this command's own flags, not the lm-eval tasks' --metadata keys
+CLI_NAMES = xd.SettingNames(
+    local_copy=f"--data-dir or ${xd.DATA_DIR_ENV}",
+    sample_tests="or judge on the public sample tests instead with --sample-tests (such numbers "
+    "are not comparable with the paper)",
+)
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m lm_eval_tasks.xcodeeval.score", description=__doc__.split("\n\n")[0]
-    )
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument(
         "predictions", type=Path, help="JSONL of {src_uid, lang|lang_cluster, source_code}"
     )
@@ -65,7 +70,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="ExecEval's output comparison and limits (2 s x runtime factor, 2048 MB)",
     )
-    p.add_argument("--workers", type=int, default=None)
+    p.add_argument(
+        "--workers", type=int, default=None, help="programs judged in parallel (default: CPUs)"
+    )
     p.add_argument("--no-cache", action="store_true", help="judge everything afresh")
     return p.parse_args(argv)
 
@@ -106,7 +113,7 @@ def score_with_records(args: argparse.Namespace) -> tuple[dict[str, Any], list[d
     settings_in: dict[str, Any] = {"xcodeeval_sample_tests": bool(args.sample_tests)}
     if args.data_dir is not None:
         settings_in["xcodeeval_data_dir"] = str(args.data_dir)
-    source = xd.source_from_settings(settings_in)
+    source = xd.source_from_settings(settings_in, CLI_NAMES)
     predictions = xd.read_jsonl(args.predictions)
     problems = xd.load_problems(source, NEEDED_BY)
     unittests = xd.unittests_for(source, NEEDED_BY)
@@ -260,8 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
     try:
         report = score(args)
-    except DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (DataError, ValueError) as exc:  # bad input or setting: one line, no traceback
+        print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(strict_json(report), indent=2, allow_nan=False))

@@ -4,24 +4,20 @@ from lm_eval_tasks.xcodeeval.documents import build_dataset
 from lm_eval_tasks.xcodeeval.hooks import (
     compile_macro_f1,
     judge_filter,
-    largest,
     process_compile,
     process_exec,
     process_retrieval,
     process_tag,
     tag_macro_f1,
-    total,
 )
 
 __all__ = [
     "build_dataset",
     "compile_macro_f1",
     "judge_filter",
-    "largest",
     "process_compile",
     "process_exec",
     "process_retrieval",
     "process_tag",
     "tag_macro_f1",
-    "total",
 ]
