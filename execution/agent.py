@@ -3,6 +3,8 @@
 Each request `{"job": {...}, "policy": "required"}` is judged with the local backend (the same
 runner and sandbox as on a host) and answered `{"result": {...}}`; a request it cannot read is
 answered `{"error": "..."}`. The container (see backends/container.py) is the outer boundary.
+A job during which the container's own OOM killer fired (its memory ceiling, not the job's
+limit) is answered INFRA_ERROR, whatever the program's tests said.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from .backends import get_backend
 from .limits import RunOverrides
-from .types import Job, TestCase
+from .types import Job, Result, TestCase, Verdict
 
 
 def job_from_dict(raw: dict[str, Any]) -> Job:
@@ -59,8 +61,36 @@ def handle(line: str) -> dict[str, Any]:
     runtime = local.resolve(job.language)
     if not runtime.available:
         return {"error": f"runtime {runtime.name} unavailable in the image: {runtime.reason}"}
+    before = container_oom_kills()
     result = local.judge(job, runtime, policy=policy)
+    after = container_oom_kills()
+    if before is None or after is None:
+        result.isolation.setdefault("notes", []).append(
+            "the container's OOM kill counter is unreadable: a kill by its memory ceiling "
+            "cannot be told from the program's"
+        )
+    elif after > before:
+        result = ceiling_result(job, result)
     return {"result": result.to_dict()}
+
+
+def ceiling_result(job: Job, judged: Result) -> Result:
+    """What a job gets when the container's own OOM killer fired while it ran: the container's
+    memory ceiling, not the job's limit, stopped something (the program, its compiler, the
+    sandbox), so the verdict is the engine's failure (never cached), not the program's."""
+    ceiling = memory_ceiling_mb()
+    return Result(
+        verdict=Verdict.INFRA_ERROR,
+        runtime=judged.runtime,
+        compile=judged.compile,
+        isolation=judged.isolation,
+        id=job.id,
+        detail=(
+            f"the container's memory ceiling ({ceiling or '?'} MB) was reached while judging "
+            f"(its OOM killer fired; the job's limit is {job.memory_limit_mb} MB): give the "
+            "container more memory (--memory) or judge the job elsewhere"
+        ),
+    )
 
 
 def _status() -> dict[str, str]:
@@ -70,6 +100,34 @@ def _status() -> dict[str, str]:
             key, _, value = line.partition(":")
             out[key] = value.strip()
     return out
+
+
+def _cgroup_file(names: tuple[str, ...]) -> str | None:
+    """The text of the first readable of the container's cgroup files `names`."""
+    for name in names:
+        try:
+            return (Path("/sys/fs/cgroup") / name).read_text()
+        except OSError:
+            continue
+    return None
+
+
+def container_oom_kills() -> int | None:
+    """How many processes the container's memory ceiling has OOM-killed so far (v2
+    memory.events, v1 memory.oom_control), None when unreadable. Inside, the sandbox has no
+    cgroup of its own (rootless: it samples its memory), so every such kill is the ceiling's."""
+    text = _cgroup_file(("memory.events", "memory/memory.oom_control"))
+    for line in (text or "").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def memory_ceiling_mb() -> int:
+    """The container's memory ceiling in MB (0: none, or unreadable)."""
+    text = (_cgroup_file(("memory.max", "memory/memory.limit_in_bytes")) or "").strip()
+    return int(text) // (1 << 20) if text.isdigit() and int(text) < 1 << 60 else 0
 
 
 def _cgroup_ceiling(names: tuple[str, ...]) -> bool:
@@ -112,7 +170,8 @@ def container_layers() -> dict[str, bool]:
 
 
 def main() -> int:
-    print(json.dumps({"ready": True, "layers": container_layers()}), flush=True)
+    greeting = {"ready": True, "layers": container_layers(), "memory_mb": memory_ceiling_mb()}
+    print(json.dumps(greeting), flush=True)
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .languages import Runtime
+from .sandbox import SharedFolder
 from .startup import Prober, publish
 
 ENV = "CODE_EVAL_GO_DIRECT"
@@ -124,11 +125,12 @@ def _make(runtime: Runtime, probe: Prober) -> Tools | None:
     )
     if directory is None:
         return None
+    folder = SharedFolder(directory)  # where the compile's sandbox shows it
     values = {
         "go_compile": compile_tool,
         "go_link": link_tool,
-        "go_importcfg": str(directory / IMPORTCFG),
-        "go_importcfg_link": str(directory / IMPORTCFG_LINK),
+        "go_importcfg": folder.inside_of(directory / IMPORTCFG),
+        "go_importcfg_link": folder.inside_of(directory / IMPORTCFG_LINK),
     }
     return Tools(values=values, directory=directory)
 

@@ -11,7 +11,8 @@
  *      outer process only waits for init, then removes the sandbox's cgroups and temporary files
  *      (so a SIGKILLed engine leaves nothing behind).
  *   2. init unshares its own mount namespace and builds a new root on a tmpfs: read-only binds
- *      of the toolchain paths, read-write binds, a size-limited tmpfs work dir (/box) owned by
+ *      of the toolchain paths and read-only overlay views of folders whose bind would name
+ *      where they live (--view), read-write binds, a size-limited tmpfs work dir (/box) owned by
  *      the sandbox uid, private /tmp, /dev, /proc; masks secret files; pivot_root; the old root
  *      is detached.
  *   3. init reads commands from fd 0 and answers one line per command on fd 1. It moves itself
@@ -44,6 +45,11 @@
  *        --uid N --gid N        run commands as this uid/gid (root only)
  *        --box --box-mb N       a size-limited tmpfs work dir at /box owned by the uid
  *        --ro PATH / --rw PATH  bind PATH at the same place, read-only / read-write (repeatable)
+ *        --ro1 PATH             --ro without the mounts below PATH
+ *        --view SRC DST         a read-only overlay of the directory SRC (its own mount, no
+ *                               mounts below it) at DST: its mountinfo line shows "/" as root,
+ *                               "lowerdir=ro:empty", nothing of where SRC lives (repeatable)
+ *        (--ro, --ro1 and --view are applied in the order given, before --rw)
  *        --mask PATH            hide PATH (file: /dev/null bind, dir: empty read-only tmpfs)
  *        --copy HOST:NAME       copy the host file HOST to /box/NAME before anything runs
  *        --cg SET:FILE          cgroup.procs file of cgroup set SET (up to 4 per set)
@@ -109,7 +115,11 @@
 #define MAXLIST 128
 #define MAXCG 8
 
-static const char *ro_paths[MAXLIST];
+/* read-only mounts in the order given: kind 'r' (--ro), '1' (--ro1) or 'v' (--view) */
+static struct {
+    char kind;
+    const char *src, *dst;
+} ro_ops[MAXLIST];
 static int n_ro;
 static const char *rw_paths[MAXLIST];
 static int n_rw;
@@ -174,8 +184,9 @@ static void touch_parent_and_file(const char *path) {
     if (fd >= 0) close(fd);
 }
 
-/* Bind `src` at root_dir+src; symlinks are recreated instead of bound. */
-static void bind_path(const char *src, int readonly) {
+/* Bind `src` at root_dir+src (with the mounts below it when `rec`); symlinks are recreated
+   instead of bound. */
+static void bind_path(const char *src, int readonly, int rec) {
     char dst[4096];
     struct stat st;
     if (lstat(src, &st) != 0) return; /* optional path: silently absent */
@@ -199,7 +210,7 @@ static void bind_path(const char *src, int readonly) {
         mkdirs(dst, 0755);
     else
         touch_parent_and_file(dst);
-    if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) != 0) die("bind mount");
+    if (mount(src, dst, NULL, MS_BIND | (rec ? MS_REC : 0), NULL) != 0) die("bind mount");
     unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV;
     if (readonly) fl |= MS_RDONLY;
     if (mount(NULL, dst, NULL, fl, NULL) != 0) {
@@ -209,6 +220,55 @@ static void bind_path(const char *src, int readonly) {
             mount(NULL, dst, NULL, fl, NULL) != 0)
             die("remount bind");
     }
+}
+
+/* The staging folder of --view inside the new root: "ro" (the source, bound for the time of one
+   overlay mount) and "empty" (an empty read-only tmpfs, the overlay's second layer: a lower-only
+   overlay needs two). Both are relative names, which is all the overlay's options show. */
+static int view_staged = 0;
+static char stage[2048];
+
+static void view_path(const char *src, const char *dst_in) {
+    char dst[4096], p[4096];
+    struct stat st;
+    if (stat(src, &st) != 0) die("view source");
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        die("view source");
+    }
+    if (!view_staged) {
+        if (snprintf(stage, sizeof(stage), "%s/.view", root_dir) >= (int)sizeof(stage)) {
+            errno = ENAMETOOLONG;
+            die("view staging");
+        }
+        snprintf(p, sizeof(p), "%s/empty", stage);
+        mkdirs(p, 0755);
+        if (mount("empty", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0755") != 0)
+            die("mount view layer");
+        snprintf(p, sizeof(p), "%s/ro", stage);
+        mkdirs(p, 0755);
+        view_staged = 1;
+    }
+    snprintf(dst, sizeof(dst), "%s%s", root_dir, dst_in);
+    mkdirs(dst, 0755);
+    snprintf(p, sizeof(p), "%s/ro", stage);
+    if (mount(src, p, NULL, MS_BIND, NULL) != 0) die("bind view source");
+    if (chdir(stage) != 0) die("chdir view");
+    if (mount("ro", dst, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, "lowerdir=ro:empty") != 0)
+        die("mount view");
+    if (chdir("/") != 0) die("chdir /");
+    if (umount2(p, MNT_DETACH) != 0) die("unbind view source");
+}
+
+static void unstage_views(void) {
+    char p[4096];
+    if (!view_staged) return;
+    snprintf(p, sizeof(p), "%s/empty", stage);
+    if (umount2(p, MNT_DETACH) != 0) die("unmount view layer");
+    rmdir(p);
+    snprintf(p, sizeof(p), "%s/ro", stage);
+    rmdir(p);
+    if (rmdir(stage) != 0) die("remove view staging");
 }
 
 static void copy_into_box(const char *spec) {
@@ -268,8 +328,14 @@ static void build_root(void) {
     mkdirs(p, 01777);
     if (mount("tmp", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m,nr_inodes=4096") != 0)
         die("mount /tmp");
-    for (int i = 0; i < n_ro; i++) bind_path(ro_paths[i], 1);
-    for (int i = 0; i < n_rw; i++) bind_path(rw_paths[i], 0);
+    for (int i = 0; i < n_ro; i++) {
+        if (ro_ops[i].kind == 'v')
+            view_path(ro_ops[i].src, ro_ops[i].dst);
+        else
+            bind_path(ro_ops[i].src, 1, ro_ops[i].kind == 'r');
+    }
+    unstage_views();
+    for (int i = 0; i < n_rw; i++) bind_path(rw_paths[i], 0, 1);
     if (opt_box) {
         char opts[128];
         snprintf(p, sizeof(p), "%s/box", root_dir);
@@ -1308,7 +1374,8 @@ static void usage(const char *bad) {
             "  fd 0 carries one configuration frame, then command frames; fd 1 the replies.\n"
             "  configuration words: --io DIR (required) --ncpu N --seccomp\n"
             "    --ns --root DIR [--userns] [--uid N --gid N] [--box --box-mb N]\n"
-            "    --ro PATH --rw PATH --mask PATH --copy HOSTFILE:NAME (repeatable)\n"
+            "    --ro PATH --ro1 PATH --view SRC DST --rw PATH --mask PATH --copy HOSTFILE:NAME\n"
+            "    (repeatable)\n"
             "    --cg SET:CGROUP_PROCS --cgcpu SET:CPUACCT_USAGE --cgcpu2 SET:CPU_STAT\n"
             "    --cleanup-cgroup DIR (repeatable) --cleanup-tree DIR\n"
 #ifdef TEST_HOOKS
@@ -1377,7 +1444,19 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--box")) opt_box = 1;
         else if (!v) usage(a);
         else if (!strcmp(a, "--box-mb")) box_mb = atol(v), i++;
-        else if (!strcmp(a, "--ro")) { if (n_ro < MAXLIST) ro_paths[n_ro++] = v; i++; }
+        else if (!strcmp(a, "--ro") || !strcmp(a, "--ro1")) {
+            if (n_ro >= MAXLIST) usage(a);
+            ro_ops[n_ro].kind = a[4] ? '1' : 'r';
+            ro_ops[n_ro].src = ro_ops[n_ro].dst = v;
+            n_ro++, i++;
+        } else if (!strcmp(a, "--view")) {
+            if (n_ro >= MAXLIST || i + 2 >= nconf || v[0] != '/' || conf[i + 2][0] != '/')
+                usage(a);
+            ro_ops[n_ro].kind = 'v';
+            ro_ops[n_ro].src = v;
+            ro_ops[n_ro].dst = conf[i + 2];
+            n_ro++, i += 2;
+        }
         else if (!strcmp(a, "--rw")) { if (n_rw < MAXLIST) rw_paths[n_rw++] = v; i++; }
         else if (!strcmp(a, "--mask")) { if (n_mask < MAXLIST) mask_paths[n_mask++] = v; i++; }
         else if (!strcmp(a, "--copy")) { if (n_copies < MAXLIST) copies[n_copies++] = v; i++; }

@@ -36,6 +36,7 @@ from pathlib import Path
 from .cache import atomic_write, cache_root
 from .languages import Runtime
 from .limits import COMPILE_LIMITS, MB, Limits
+from .sandbox import SharedFolder
 
 ENV = "CODE_EVAL_PCH"
 HEADER = "pch.h"
@@ -107,8 +108,9 @@ def compile_argv(argv: tuple[str, ...], header: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Pch:
-    """A built precompiled header: `header` is the host path compiles `-include` (its `.gch`
-    sits next to it); `directory` is mounted read-only into the compile sandbox."""
+    """A built precompiled header: `header` is its host path (its `.gch` sits next to it);
+    `directory` is mounted read-only into the compile sandbox, whose compile `-include`s the
+    header at the folder's neutral path (`sandbox.SharedFolder`)."""
 
     header: Path
     directory: Path
@@ -198,4 +200,6 @@ def for_source(
                     os.chmod(path, 0o644)
             if not gch.is_file() or not header.is_file():
                 return None
-    return Pch(header=header, directory=directory), compile_argv(cold, str(header))
+    # the compile names the header where its sandbox shows the folder (sandbox.SharedFolder)
+    inside = SharedFolder(directory).inside_of(header)
+    return Pch(header=header, directory=directory), compile_argv(cold, inside)

@@ -25,7 +25,7 @@ from .compile_cache import CompileCache, CompiledEntry, compile_key
 from .inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
 from .languages import Runtime, java_layout
 from .limits import COMPILE_LIMITS, MB, Limits, run_limits
-from .sandbox import CommandOutcome, SandboxError, default_env
+from .sandbox import CommandOutcome, SandboxError, SharedFolder, default_env
 from .types import CompileResult, Job, Result, TestResult, Verdict
 from .warm_compiler import warm_compile
 
@@ -129,20 +129,20 @@ def judge_with(
     )
     session_backend = backend if backend is not None else LocalBackend()
     fingerprint = session_backend.runtime_fingerprint(runtime)
-    ro_paths = list(runtime.extra_ro_paths)
+    ro_paths: list[str] = list(runtime.extra_ro_paths)
     compile_argv = runtime.compile
     header = _precompiled_header(
         runtime, job, values, compiled, fingerprint, session_backend, isolation
     )
     if header is not None:
-        ro_paths.append(str(header[0].directory))
+        ro_paths.append(SharedFolder(header[0].directory))
         compile_argv = header[1]
         info["compile_argv"] = runtime.expand(compile_argv, **values)
     fallback = None
     direct = _go_tools(runtime, job, session_backend, isolation)
     if direct is not None:
         values.update(direct.values)
-        ro_paths.append(str(direct.directory))
+        ro_paths.append(SharedFolder(direct.directory))
         fallback, compile_argv = runtime.compile, tuple(runtime.raw[go_direct.KEY])
         info["compile_argv"] = runtime.expand(compile_argv, **values)
         # its binaries differ from go build's (no module information): cached apart
@@ -152,8 +152,9 @@ def judge_with(
     if placeholder is not None:
         prelude = _interpreter_prelude(runtime, placeholder, session_backend, isolation)
         if prelude is not None:
-            values[placeholder] = str(prelude.path)
-            ro_paths.append(str(prelude.directory))
+            folder = SharedFolder(prelude.directory)
+            values[placeholder] = folder.inside_of(prelude.path)
+            ro_paths.append(folder)
         else:
             run_argv = tuple(runtime.raw.get("run_classic") or ())
             if not run_argv:

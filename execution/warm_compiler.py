@@ -45,7 +45,7 @@ from pathlib import Path
 from .cache import atomic_folder, cache_root
 from .languages import Runtime
 from .limits import MB, Limits
-from .sandbox import Sandbox, SandboxError, SpawnedProcess, default_env
+from .sandbox import Sandbox, SandboxError, SharedFolder, SpawnedProcess, default_env
 
 log = logging.getLogger(__name__)
 
@@ -280,7 +280,8 @@ def server_classes(spec: ServerSpec) -> Path:
 
 
 def server_argv(spec: ServerSpec, classes: Path) -> list[str]:
-    """The command line of a server of `spec` whose program is in `classes`."""
+    """The command line of a server of `spec` whose program is in `classes` (as its sandbox
+    shows the folder)."""
     if spec.mode == "mcs":
         program = [str(classes / "CompileServer.exe")]
     else:
@@ -306,9 +307,9 @@ class WarmServer:
     def __init__(self, spec: ServerSpec) -> None:
         self.spec = spec
         self.programs = 0
-        classes = server_classes(spec)
+        classes = SharedFolder(server_classes(spec))
         self._box = Sandbox(
-            ro_paths=[str(classes), *spec.ro_paths],
+            ro_paths=[classes, *spec.ro_paths],
             purposes=("compile",),
             isolation="required",
         )
@@ -329,7 +330,7 @@ class WarmServer:
             )
             env = default_env(self._box.workdir) | dict(spec.env)
             self._proc: SpawnedProcess = self._box.spawn(
-                server_argv(spec, classes), limits=limits, env=env, purpose="compile"
+                server_argv(spec, Path(classes.inside)), limits=limits, env=env, purpose="compile"
             )
             deadline = time.monotonic() + START_TIMEOUT_S
             magic = self._int(deadline)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -144,3 +145,60 @@ def test_outer_layers_are_probed_inside_and_required(backend: ContainerBackend) 
         assert r.passed and r.isolation["container_read_only_root"] is False
     finally:
         weak.close()
+
+
+# -- the container's memory ceiling is never the program's fault ------------------------------
+
+#: N MB of files in the work dir's tmpfs (not counted by the
+#: sandbox's sampled memory, charged to the container), then M MB of the program's own memory
+CEILING_HOG = """\
+FILES_MB, HEAP_MB = {files}, {heap}
+chunk = b"x" * (16 << 20)
+for i in range(FILES_MB // 16):
+    with open(f"fill-{{i}}", "wb") as f:
+        f.write(chunk)
+heap = bytearray(HEAP_MB << 20)
+for i in range(0, len(heap), 4096):
+    heap[i] = 1
+print("done")
+"""
+
+
+@pytest.fixture(scope="module")
+def small(backend: ContainerBackend) -> Iterator[ContainerBackend]:
+    """The judge image in containers with a 384 MB ceiling."""
+    b = ContainerBackend(image=backend.image, docker=backend.docker, memory_mb="384")
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def test_a_job_above_the_ceiling_is_refused(small: ContainerBackend, tmp_path: Path) -> None:
+    """Allowed 1024 MB, touching 500 MB, in a 384 MB container: the container's OOM killer
+    would SIGKILL it (a RUNTIME_ERROR the program did not earn); refused, naming the limits."""
+    eng = Engine(workers=1, backend=small, cache=tmp_path / "cache")
+    job = _job(
+        "Python 3", CEILING_HOG.format(files=0, heap=500), [("", "done")], memory_limit_mb=1024
+    )
+    for _ in range(2):
+        r = eng.judge(job)
+        assert r.verdict is Verdict.INFRA_ERROR, describe(r)
+        assert "1024 MB" in r.detail and "384 MB" in r.detail, r.detail
+        assert not r.cached and not r.tests
+    within = _job(
+        "Python 3", CEILING_HOG.format(files=0, heap=64), [("", "done")], memory_limit_mb=200
+    )
+    assert eng.judge(within).passed
+
+
+def test_the_container_oom_killer_is_infra_error(small: ContainerBackend, tmp_path: Path) -> None:
+    """Within the job's limit (200 MB: 100 MB of heap) but 320 MB of files in the work dir's
+    tmpfs: the container's own OOM killer fires, and that is the engine's failure."""
+    eng = Engine(workers=1, backend=small, cache=tmp_path / "cache")
+    src = CEILING_HOG.format(files=320, heap=100)
+    job = _job("Python 3", src, [("", "done")], memory_limit_mb=200)
+    r = eng.judge(job)
+    assert r.verdict is Verdict.INFRA_ERROR, describe(r)
+    assert "memory ceiling (384 MB)" in r.detail and "OOM" in r.detail, r.detail
+    assert not eng.judge(job).cached

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, startup
+from code_eval_taskpack.execution.cache import cache_root
 from code_eval_taskpack.execution.languages import load_registry
+from code_eval_taskpack.execution.sandbox import SHARED_ROOT
 from tests.conftest import require_runtime
 
 PROGRAMS = {
@@ -65,9 +67,17 @@ def test_the_prelude_lists_the_sandboxed_toolchain_gems() -> None:
     engine = Engine(workers=1)
     r = engine.judge(Job("Ruby 3", PROGRAMS["gems"], TESTS))
     prelude = next(a for a in r.runtime["run_argv"] if a.startswith("-r"))[2:]
-    text = Path(prelude).read_text(encoding="utf-8")
+    text = _host_file(prelude).read_text(encoding="utf-8")
     assert "/prime-" in text and "/matrix-" in text
     assert "/var/lib/gems" not in text  # the host's user gems are not in the sandbox's view
+
+
+def _host_file(inside: str) -> Path:
+    """The host file behind a path of a start-up folder as the sandbox shows it
+    (`/shared/<folder>/...`, sandbox.SharedFolder)."""
+    parts = Path(inside).parts
+    assert parts[:2] == ("/", SHARED_ROOT.strip("/")), inside
+    return cache_root() / "startup" / Path(*parts[2:])
 
 
 # -- CPython: the standard library's -OO bytecode -------------------------------------------
@@ -119,6 +129,6 @@ def test_python_bytecode_is_read_only_to_programs() -> None:
     assert lines[0] in ("OSError", "PermissionError", "FileNotFoundError"), lines
     assert lines[1] == "True"
     prefix = next(a for a in r.runtime["run_argv"] if a.startswith("pycache_prefix="))
-    folder = Path(prefix.split("=", 1)[1])
+    folder = _host_file(prefix.split("=", 1)[1])
     assert any(folder.rglob("heapq.*.opt-2.pyc"))
     assert not any(folder.rglob("poison.pyc"))

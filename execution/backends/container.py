@@ -6,6 +6,12 @@ work area, pids and memory ceilings, uid 10001, the seccomp profile of `seccomp_
 (user namespaces allowed, so the launcher builds its rootless sandbox inside, with the
 whole-sandbox CPU and memory accounting), this package bind-mounted read-only. A container that
 dies or answers garbage is removed and its job is an INFRA_ERROR (never a verdict).
+
+The container's memory ceiling is never the program's fault: a job whose memory limit (or its
+compile's), plus the agent's reserve, does not fit under it is refused (INFRA_ERROR naming the
+limits, nothing run), and a job during which the container's own OOM killer fired anyway (e.g.
+files in the work dir's tmpfs, which the sandbox's sampled memory does not count) is answered
+INFRA_ERROR by the agent. Neither is cached.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import IO, Any
 from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
 from ..isolation import CONTAINER_LAYERS, REQUIRED_LAYERS, check_policy, policy_refusal
 from ..languages import Runtime
+from ..limits import COMPILE_LIMITS
 from ..sandbox import SandboxError
 from ..types import Job, Result, Verdict
 from .base import Backend, Session, verdict_under_policy
@@ -28,6 +35,8 @@ from .seccomp_profile import write_profile
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 UID = 10001
+#: the container memory a job may not use: the agent, its runner and the sandbox launcher
+AGENT_RESERVE_MB = 128
 
 
 class _Container:
@@ -41,6 +50,9 @@ class _Container:
         except ValueError:
             greeting = {}
         layers = greeting.get("layers") if isinstance(greeting, dict) else None
+        ceiling = greeting.get("memory_mb") if isinstance(greeting, dict) else None
+        #: the memory ceiling the agent found on its cgroup (MB; 0 when it found none)
+        self.memory_mb = ceiling if isinstance(ceiling, int) and ceiling > 0 else 0
         #: the outer layers the agent found in effect (isolation.CONTAINER_LAYERS)
         self.layers: dict[str, bool] = {
             name: layers.get(name) is True if isinstance(layers, dict) else False
@@ -209,6 +221,16 @@ class ContainerBackend(Backend):
                 detail=f"sandbox could not be built: {refusal}",
                 isolation={"backend": self.name, **c.layers},
             )
+        too_big = self._above_ceiling(job, runtime, c)
+        if too_big:
+            self._idle.put(c)
+            return Result(
+                verdict=Verdict.INFRA_ERROR,
+                runtime=runtime.info(),
+                id=job.id,
+                detail=too_big,
+                isolation={"backend": self.name, **c.layers},
+            )
         answer = c.ask({"job": job_to_dict(job), "policy": policy})
         if c.alive():
             self._idle.put(c)
@@ -220,6 +242,25 @@ class ContainerBackend(Backend):
         result.isolation.update(c.layers)
         where = f"judge container {self.image}"
         return verdict_under_policy(result, job, policy, self.required_layers, input_limits, where)
+
+    def _above_ceiling(self, job: Job, runtime: Runtime, c: _Container) -> str:
+        """Why `job` cannot be judged within container `c`'s memory ceiling ("" when it can):
+        its memory limit (or its compile's) and what the agent itself needs must fit, else the
+        container's OOM killer, not the job's limit, would decide (a SIGKILL that would read
+        as the program's RUNTIME_ERROR)."""
+        ceiling = min(m for m in (self.memory_mb, c.memory_mb) if m > 0) if self.memory_mb else 0
+        compile_mb = 0
+        if runtime.compile is not None:
+            compile_mb = runtime.compile_memory_mb or COMPILE_LIMITS.memory_mb
+        need = max(job.memory_limit_mb, compile_mb)
+        if not ceiling or need + AGENT_RESERVE_MB <= ceiling:
+            return ""
+        return (
+            f"the job needs {need} MB (memory limit {job.memory_limit_mb} MB"
+            f"{f', compile {compile_mb} MB' if compile_mb else ''}) plus {AGENT_RESERVE_MB} MB "
+            f"for the judge, above the container's memory ceiling of {ceiling} MB: start the "
+            "backend with a larger memory_mb or judge it elsewhere"
+        )
 
     def identity(self) -> str:
         return f"container:{self.image_id()[:19]}:{self.runtime}"
