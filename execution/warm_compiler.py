@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cache import atomic_folder, cache_root
-from .languages import Runtime
+from .languages import Runtime, catalog_commands
 from .limits import MB, Limits
 from .sandbox import Sandbox, SandboxError, SpawnedProcess, default_env
 
@@ -146,6 +146,8 @@ def server_spec(
 ) -> tuple[ServerSpec, tuple[str, ...]] | None:
     """The warm compiler of `runtime` for the cold compile `argv` and the arguments to give it
     (the cold ones without the binary and JVM options), or None when it has none."""
+    if not catalog_commands(runtime):
+        return None  # a custom command or flags: only a cold compile runs them
     mode = str(runtime.raw.get("warm_compiler", ""))
     binary = runtime.binary
     if mode not in SERVER_SOURCES or binary is None or not argv:
