@@ -22,7 +22,7 @@ from code_eval_taskpack.execution.execeval_compat import (
 )
 from code_eval_taskpack.execution.languages import Runtime, catalog_commands, resolve, runtimes
 from code_eval_taskpack.execution.limits import COMPILE_LIMITS
-from code_eval_taskpack.execution.runner import judge_with
+from code_eval_taskpack.execution.runner import judge_with, source_layout
 from code_eval_taskpack.execution.types import Job, Result
 from tests.conftest import require_binary
 from tests.engine_programs import LUCKY, describe
@@ -123,3 +123,114 @@ def test_clang_never_gets_a_gcc_header() -> None:
         r = judge(rt, src + f"// {i}\n")
         assert r.verdict is Verdict.PASSED, describe(r)
         assert not any("pch" in a for a in r.runtime["compile_argv"]), describe(r)
+
+
+# -- 2. a shared compile server takes no client option and keeps nothing ------------------------
+
+
+def _server(language: str, source: str) -> tuple[wc.ServerSpec, tuple[str, ...], str]:
+    rt = resolve(language)
+    values = source_layout(rt, source)
+    argv = rt.expand(rt.compile or (), **values)
+    limits = COMPILE_LIMITS.scaled(memory_mb=rt.compile_memory_mb or COMPILE_LIMITS.memory_mb)
+    found = wc.server_spec(rt, argv, limits)
+    assert found is not None, language
+    return found[0], found[1], values["source"]
+
+
+PROCESSOR = (
+    "import java.util.Set;\nimport javax.annotation.processing.*;\n"
+    "import javax.lang.model.element.TypeElement;\n"
+    '@SupportedAnnotationTypes("*")\n'
+    "public class Evil extends AbstractProcessor {\n"
+    "  public boolean process(Set<? extends TypeElement> a, RoundEnvironment r) {\n"
+    '    throw new RuntimeException("processor ran"); } }\n'
+)
+USES_STASH = "public class Main { public static void main(String[] a) { new Evil(); } }\n"
+
+
+def test_server_keeps_nothing_between_programs() -> None:
+    """Even if an option of a client reached the server: a class written to /tmp (or /dev/shm)
+    by one compile is gone for the next, and no processor option is obeyed."""
+    require_binary("javac")
+    spec, args, _ = _server("Java 17", USES_STASH)
+    for scratch in ("/tmp/stash", "/dev/shm/stash"):
+        stash = ("-proc:none", "-d", scratch, "Evil.java")
+        first = wc.POOL.compile(spec, stash, "Evil.java", PROCESSOR.encode(), 8 << 20)
+        assert first is None or first.ok
+        use = ("-cp", scratch, *args)
+        second = wc.POOL.compile(spec, use, "Main.java", USES_STASH.encode(), 8 << 20)
+        assert second is None or not second.ok, second
+        load = ("-processorpath", scratch, "-processor", "Evil", "-proc:full", *args)
+        third = wc.POOL.compile(spec, load, "Main.java", b"public class Main {}\n", 8 << 20)
+        assert third is None or b"processor ran" not in third.stderr, third
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ("-processor", "Evil"),
+        ("-processorpath", "."),
+        ("--processor-path", "."),
+        ("-proc:full",),
+        ("-proc:only",),
+        ("-Xplugin:Evil",),
+        ("@args",),
+        ("-J-Dx=1",),
+    ],
+)
+def test_server_refuses_options_that_load_code(option: tuple[str, ...]) -> None:
+    """The javac server answers "compile it cold" to any option that could load or run code of a
+    client (a processor, a plugin, an argument file, a JVM option), wherever it stands."""
+    require_binary("javac")
+    spec, args, name = _server("Java 17", "public class Main {}\n")
+    got = wc.POOL.compile(spec, (*args, *option), name, b"public class Main {}\n", 8 << 20)
+    assert got is None, got
+
+
+# -- 3. warm compiles see what cold compiles see ------------------------------------------------
+
+SERVER_NAMES = {
+    "Java": (
+        "Java 17",
+        "javac",
+        "public class Main { public static void main(String[] a) {\n"
+        "  System.out.println(CompileServer.MAGIC); } }\n",
+    ),
+    "Kotlin": ("Kotlin", "kotlinc", "fun main() { println(CompileServer.MAGIC) }\n"),
+    "C#": (
+        "Mono C#",
+        "mcs",
+        "class P { static void Main() { System.Console.WriteLine(CompileServer.Magic); } }\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(SERVER_NAMES))
+def test_server_classes_are_invisible(lang: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program naming the compile server's own classes: warm and cold agree (both a compile
+    error), the warm compiler sees no class path but the cold one's."""
+    language, binary, src = SERVER_NAMES[lang]
+    require_binary(binary)
+    rt = resolve(language)
+    tests = (TestCase("", ("1463898929\n",)),)
+    verdicts = {}
+    for warm in ("1", "0"):
+        monkeypatch.setenv(wc.ENV_SWITCH, warm)
+        r = judge(rt, src, tests)
+        assert r.compile is not None and r.compile.warm is (warm == "1"), describe(r)
+        verdicts[warm] = r.verdict
+    assert verdicts["1"] is verdicts["0"] is Verdict.COMPILATION_ERROR, verdicts
+
+
+def test_mono_server_keeps_nothing_between_programs() -> None:
+    """The mcs server: an assembly written to /tmp by one compile is gone for the next."""
+    require_binary("mcs")
+    lib = b"public class Stash { public static int X = 7; }\n"
+    use = b"class P { static void Main() { System.Console.WriteLine(Stash.X); } }\n"
+    spec, args, name = _server("Mono C#", use.decode())
+    stash = ("-target:library", "-out:/tmp/stash.dll", name)
+    first = wc.POOL.compile(spec, stash, name, lib, 8 << 20)
+    assert first is not None and first.ok, first
+    second = wc.POOL.compile(spec, ("-r:/tmp/stash.dll", *args), name, use, 8 << 20)
+    assert second is None or not second.ok, second
