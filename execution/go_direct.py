@@ -33,7 +33,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .languages import Runtime
+from .languages import Runtime, catalog_commands
 from .sandbox import SharedFolder
 from .startup import Prober, publish
 
@@ -96,6 +96,8 @@ _made: dict[str, Tools | None] = {}
 
 def tools(runtime: Runtime, probe: Prober) -> Tools | None:
     """The direct build's tools of `runtime` (probed once per fingerprint and process)."""
+    if not catalog_commands(runtime):
+        return None  # a custom command or flags: they decide, through the go command
     if KEY not in runtime.raw or runtime.binary is None or runtime.classic or not enabled():
         return None
     fp = runtime.fingerprint()

@@ -194,6 +194,22 @@ class Runtime:
         return [a.format(**subst) for a in argv]
 
 
+def catalog_commands(runtime: Runtime) -> bool:
+    """Whether `runtime` runs exactly its registry entry's own compile and run argv (the
+    `*_classic` ones in classic mode). Every speed-up (warm compiler, precompiled header, direct
+    Go build, start-up prelude, bytecode folder) is proven equivalent to those argv only, so each
+    applies only when this holds: a client's custom command or flags (ExecEval's compile_cmd,
+    compile_flags, execute_cmd, execute_flags) turn every one of them off."""
+    raw = runtime.raw
+    classic = runtime.classic
+    compile_argv = raw.get("compile_classic") if classic else None
+    compile_argv = compile_argv if compile_argv is not None else raw.get("compile")
+    run_argv = raw.get("run_classic", raw.get("run")) if classic else raw.get("run")
+    own_compile = tuple(compile_argv) if isinstance(compile_argv, list) else None
+    own_run = tuple(run_argv) if isinstance(run_argv, list) else None
+    return own_run is not None and runtime.compile == own_compile and runtime.run == own_run
+
+
 def _find(candidate: str) -> str | None:
     cand = os.path.expanduser(candidate)
     if any(ch in cand for ch in "*?["):

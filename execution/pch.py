@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cache import atomic_write, cache_root
-from .languages import Runtime
+from .languages import Runtime, catalog_commands
 from .limits import COMPILE_LIMITS, MB, Limits
 from .sandbox import SharedFolder
 
@@ -143,6 +143,8 @@ def store_root(compiled_root: Path | None) -> Path:
 def _plan(runtime: Runtime, source: str) -> tuple[str, tuple[str, ...], str] | None:
     """(key, build argv, header text) of the header `source` would use, or None."""
     build = runtime.raw.get("pch_build")
+    if not catalog_commands(runtime):
+        return None  # a custom command or flags: the header was built for the catalog's
     if not enabled() or runtime.compile is None or not isinstance(build, list) or runtime.classic:
         return None
     headers = leading_headers(source)

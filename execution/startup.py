@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cache import atomic_folder, atomic_write, cache_root
-from .languages import Runtime
+from .languages import Runtime, catalog_commands
 
 PLACEHOLDER = "ruby_prelude"
 PRELUDE = "prelude.rb"
@@ -101,6 +101,8 @@ def parse_paths(stdout: bytes) -> list[str] | None:
 def prepare(runtime: Runtime, name: str, probe: Prober) -> Prelude | None:
     """What the placeholder `name` of `runtime` stands for (made once per fingerprint and
     process), or None: run the classic command line."""
+    if not catalog_commands(runtime):
+        return None  # a custom command line: only the catalog's is known to take the prelude
     key = (runtime.fingerprint(), name)
     with _lock:
         if key not in _made:

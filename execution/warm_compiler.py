@@ -7,7 +7,9 @@ server (`java/CompileServer.java` for javac and kotlinc, `mono/CompileServer.cs`
 the same compiler in-process for many programs, inside a sandbox of its own (same launcher,
 namespaces, read-only toolchain, no network, unprivileged uid, seccomp, one cgroup and limits for
 the server as a whole), with the cold compile's own arguments in a work dir wiped before and after every
-program. Only two answers are trusted: "compiled" (the output files, laid out exactly as a cold
+program (with the sandbox's /tmp and /dev/shm). Only the registry's own compile line is served
+(`languages.catalog_commands`), and the server refuses any option that could load a client's
+code or widen the class path; javac's class path is the work dir, as a cold javac's. Only two answers are trusted: "compiled" (the output files, laid out exactly as a cold
 compile leaves them) and "compile error" (the compiler's own error status and text). Anything
 else (a timeout, the server's heap cap, a compiler crash, an output past the cap, the server or
 its sandbox dying, a protocol error) returns None and the caller compiles the program cold, with
@@ -43,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cache import atomic_folder, cache_root
-from .languages import Runtime
+from .languages import Runtime, catalog_commands
 from .limits import MB, Limits
 from .sandbox import Sandbox, SandboxError, SharedFolder, SpawnedProcess, default_env
 
@@ -146,6 +148,8 @@ def server_spec(
 ) -> tuple[ServerSpec, tuple[str, ...]] | None:
     """The warm compiler of `runtime` for the cold compile `argv` and the arguments to give it
     (the cold ones without the binary and JVM options), or None when it has none."""
+    if not catalog_commands(runtime):
+        return None  # a custom command or flags: only a cold compile runs them
     mode = str(runtime.raw.get("warm_compiler", ""))
     binary = runtime.binary
     if mode not in SERVER_SOURCES or binary is None or not argv:

@@ -29,8 +29,11 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * It runs inside the engine's sandbox (execution/warm_compiler.py starts it). Its working
  * directory is the sandbox's work dir; before and after every compile everything in it is
- * deleted, so a compile sees only its own source, exactly as a cold compile in a fresh sandbox.
- * The compiler is given the cold compile's own arguments (relative paths, same output layout).
+ * deleted, so a compile sees only its own source, exactly as a cold compile in a fresh sandbox;
+ * the sandbox's other writable folders (/tmp, /dev/shm) are emptied with it. The compiler is
+ * given the cold compile's own arguments (relative paths, same output layout); an option that
+ * could load code or widen the class path is refused (status 2), and javac always runs with
+ * -proc:none and the work dir as its class path (a cold javac's, never the server JVM's).
  * Each compile runs on a fresh thread with the given stack size (the engine passes a smaller one
  * than a cold compiler's, so that a compile too deep for a cold compiler fails here first and is
  * redone cold); any failure that is not a plain compile error answers status 2.
@@ -133,23 +136,111 @@ public final class CompileServer {
         writeBlob(out, s.getBytes(StandardCharsets.UTF_8));
     }
 
-    /** Delete everything below the work dir (never following links). */
+    /**
+     * The writable folders of the sandbox besides the work dir: emptied with it, so that nothing
+     * written by one compile outlives it.
+     */
+    static final Path[] SCRATCH = {Paths.get("/tmp"), Paths.get("/dev/shm")};
+
+    /** Delete everything below the work dir and the scratch folders. */
     void wipe() throws IOException {
-        if (!Files.isDirectory(work, LinkOption.NOFOLLOW_LINKS)) return;
-        Files.walkFileTree(work, new SimpleFileVisitor<Path>() {
+        List<Path> mounts = mountPoints();
+        wipe(work, mounts);
+        for (Path p : SCRATCH) wipe(p, mounts);
+    }
+
+    /** The sandbox's mount points (the engine's read-only folders may lie below /tmp). */
+    static List<Path> mountPoints() throws IOException {
+        List<Path> out = new ArrayList<>();
+        for (String line : Files.readAllLines(Paths.get("/proc/self/mountinfo"))) {
+            String[] f = line.split(" ");
+            if (f.length > 4) out.add(Paths.get(f[4]));
+        }
+        return out;
+    }
+
+    /**
+     * Delete everything below `root` (never following links) but the mount points in it; a
+     * folder holding one is kept, emptied. Anything that cannot be deleted is an error: the
+     * server then exits and a fresh one starts.
+     */
+    static void wipe(Path root, List<Path> mounts) throws IOException {
+        if (!Files.isDirectory(root, LinkOption.NOFOLLOW_LINKS)) return;
+        Files.walkFileTree(root, new SimpleFileVisitor<Path>() {
+            @Override
+            public FileVisitResult preVisitDirectory(Path d, BasicFileAttributes a) {
+                return !d.equals(root) && mounts.contains(d)
+                        ? FileVisitResult.SKIP_SUBTREE
+                        : FileVisitResult.CONTINUE;
+            }
+
             @Override
             public FileVisitResult visitFile(Path f, BasicFileAttributes a) throws IOException {
-                Files.delete(f);
+                if (!mounts.contains(f)) Files.delete(f);
                 return FileVisitResult.CONTINUE;
             }
 
             @Override
             public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
                 if (e != null) throw e;
-                if (!d.equals(work)) Files.delete(d);
+                if (d.equals(root)) return FileVisitResult.CONTINUE;
+                for (Path m : mounts) {
+                    if (m.startsWith(d)) return FileVisitResult.CONTINUE;
+                }
+                Files.delete(d);
                 return FileVisitResult.CONTINUE;
             }
         });
+    }
+
+    /** Options that could make the compiler load or run code of a client, read a file of
+     * options, or look for classes anywhere but the cold compile's class path (the work dir):
+     * the engine sends none, and a request carrying one is answered "compile it cold". */
+    static final String[] JAVAC_REFUSED = {
+        "-cp", "-classpath", "--class-path", "-sourcepath", "--source-path", "-p",
+        "--module-path", "--upgrade-module-path", "--system", "-bootclasspath",
+        "--boot-class-path", "-extdirs", "-endorseddirs", "--patch-module",
+        "--module-source-path", "-s", "-h",
+    };
+    static final String[] JAVAC_REFUSED_PREFIXES = {
+        "-processor", "--processor", "-proc:", "-Xplugin", "--plugin", "-J", "@",
+        "-Xbootclasspath", "-A",
+    };
+    static final String[] KOTLINC_REFUSED = {
+        "-script", "-kotlin-home", "-expression", "-e", "-cp", "-classpath",
+    };
+    static final String[] KOTLINC_REFUSED_PREFIXES = {
+        "-Xplugin", "-P", "-Xcompiler-plugin", "-J", "@", "-Xbuild-file", "-Xscript",
+    };
+
+    static boolean refused(String a, String[] names, String[] prefixes) {
+        for (String n : names) {
+            if (a.equals(n) || a.startsWith(n + "=") || a.startsWith(n + ":")) return true;
+        }
+        for (String p : prefixes) {
+            if (a.startsWith(p)) return true;
+        }
+        return false;
+    }
+
+    /** The compiler's arguments for one program, or null when they carry a refused option.
+     * javac always runs with `-proc:none` (no annotation processor) and the work dir as its
+     * class path, as a cold javac (no CLASSPATH: the current directory), never the server's. */
+    String[] vetted(String[] args) {
+        String[] names = javac != null ? JAVAC_REFUSED : KOTLINC_REFUSED;
+        String[] prefixes = javac != null ? JAVAC_REFUSED_PREFIXES : KOTLINC_REFUSED_PREFIXES;
+        List<String> kept = new ArrayList<>();
+        for (String a : args) {
+            if (javac != null && a.equals("-proc:none")) continue;
+            if (refused(a, names, prefixes)) return null;
+            kept.add(a);
+        }
+        if (javac != null) {
+            kept.add(0, "-proc:none");
+            kept.add(0, work.toString());
+            kept.add(0, "-classpath");
+        }
+        return kept.toArray(new String[0]);
     }
 
     /** Run the compiler on the current thread; its exit status mapped to ours. */
@@ -194,6 +285,7 @@ public final class CompileServer {
                 throw new IOException("bad source name");
             }
             wipe();
+            String[] vetted = vetted(args);
             Files.write(work.resolve(sourceName), source);
             CappedBuffer cout = new CappedBuffer(cap);
             CappedBuffer cerr = new CappedBuffer(cap);
@@ -205,7 +297,12 @@ public final class CompileServer {
                 System.setOut(pout);
                 System.setErr(perr);
                 try {
-                    outcome.status = compile(args, pout, perr);
+                    if (vetted == null) {
+                        outcome.status = -1;
+                        outcome.reason = "refused option";
+                        return;
+                    }
+                    outcome.status = compile(vetted, pout, perr);
                     if (outcome.status < 0) outcome.reason = "compiler status " + (-outcome.status);
                 } catch (Throwable t) {
                     outcome.status = -1;

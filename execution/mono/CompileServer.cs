@@ -117,6 +117,56 @@ public static class CompileServer
         return (f.Attributes & FileAttributes.ReparsePoint) != 0;
     }
 
+    /// <summary>The sandbox's writable folders besides the work dir: emptied with it, so that
+    /// nothing written by one compile outlives it.</summary>
+    static readonly string[] Scratch = { "/tmp", "/dev/shm" };
+
+    static void WipeAll(DirectoryInfo work)
+    {
+        HashSet<string> mounts = new HashSet<string>();
+        foreach (string line in File.ReadAllLines("/proc/self/mountinfo"))
+        {
+            string[] f = line.Split(' ');
+            if (f.Length > 4) mounts.Add(f[4]);
+        }
+        Wipe(work, true);
+        foreach (string p in Scratch)
+        {
+            DirectoryInfo d = new DirectoryInfo(p);
+            if (d.Exists && !IsLink(d)) WipeScratch(d, true, mounts);
+        }
+    }
+
+    /// <summary>Delete everything below a scratch folder but the mount points in it (the
+    /// engine's read-only folders may lie below /tmp); a folder holding one is kept, emptied.
+    /// Anything else that cannot be deleted is an error: the server exits, a fresh one
+    /// starts.</summary>
+    static void WipeScratch(DirectoryInfo dir, bool isRoot, HashSet<string> mounts)
+    {
+        foreach (FileSystemInfo f in dir.GetFileSystemInfos())
+        {
+            if (mounts.Contains(f.FullName)) continue;
+            DirectoryInfo sub = f as DirectoryInfo;
+            if (sub != null && !IsLink(sub)) WipeScratch(sub, false, mounts);
+            else f.Delete();
+        }
+        if (isRoot) return;
+        string prefix = dir.FullName.TrimEnd('/') + "/";
+        foreach (string m in mounts)
+            if (m.StartsWith(prefix)) return;
+        dir.Delete();
+    }
+
+    /// <summary>Options that read more options from a file or point the compiler at a client's
+    /// assemblies: the engine sends none, and a request carrying one is answered "compile it
+    /// cold".</summary>
+    static bool Refused(string[] args)
+    {
+        foreach (string a in args)
+            if (a.StartsWith("@") || a.StartsWith("-lib:") || a.StartsWith("/lib:")) return true;
+        return false;
+    }
+
     /// <summary>Delete everything below the work dir, never following links.</summary>
     static void Wipe(DirectoryInfo dir, bool isRoot)
     {
@@ -259,7 +309,7 @@ public static class CompileServer
             long cap = ReadLong(input);
             if (sourceName.Length == 0 || sourceName.Contains("/") || sourceName.StartsWith("."))
                 throw new IOException("bad source name");
-            Wipe(work, true);
+            WipeAll(work);
             File.WriteAllBytes(Path.Combine(work.FullName, sourceName), source);
 
             CappedStream cout = new CappedStream(cap);
@@ -276,6 +326,7 @@ public static class CompileServer
                 Console.SetError(werr);
                 try
                 {
+                    if (Refused(args)) { reason = "refused option"; status = -1; return; }
                     status = mcs.Compile(args) == 0 ? Ok : CompileError;
                 }
                 catch (Exception e)
@@ -328,7 +379,7 @@ public static class CompileServer
                     blobs.Clear();
                 }
             }
-            if (answer != Retry) Wipe(work, true);
+            if (answer != Retry) WipeAll(work);
             WriteInt(output, answer);
             WriteString(output, reason);
             WriteBlob(output, done ? cout.Data.ToArray() : new byte[0]);
