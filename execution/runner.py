@@ -21,7 +21,7 @@ from . import go_direct, pch, startup
 from .backends.base import Backend, Session
 from .backends.local import LocalBackend
 from .compare import outputs_match
-from .compile_cache import CompileCache, CompiledEntry, compile_key
+from .compile_cache import CompileCache, CompiledEntry, PolicyView, compile_key
 from .inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
 from .languages import Runtime, java_layout
 from .limits import COMPILE_LIMITS, MB, Limits, run_limits
@@ -95,7 +95,7 @@ def test_verdict(out: CommandOutcome) -> tuple[Verdict | None, str]:
 def judge_with(
     runtime: Runtime,
     job: Job,
-    compiled: CompileCache | None = None,
+    compiled: CompileCache | PolicyView | None = None,
     isolation: str = "required",
     input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
     backend: Backend | None = None,
@@ -129,6 +129,10 @@ def judge_with(
     )
     session_backend = backend if backend is not None else LocalBackend()
     fingerprint = session_backend.runtime_fingerprint(runtime)
+    if isolation != "required":  # compiled apart; `required` keys are those of older caches
+        fingerprint = f"{fingerprint}|isolation={isolation}"
+    if isinstance(compiled, CompileCache):  # entries only of sandboxes that met the policy
+        compiled = PolicyView(compiled, isolation, tuple(session_backend.required_layers))
     ro_paths = list(runtime.extra_ro_paths)
     compile_argv = runtime.compile
     header = _precompiled_header(
@@ -209,7 +213,7 @@ def _precompiled_header(
     runtime: Runtime,
     job: Job,
     values: dict[str, str],
-    compiled: CompileCache | None,
+    compiled: CompileCache | PolicyView | None,
     fingerprint: str,
     backend: Backend,
     isolation: str,
@@ -328,7 +332,7 @@ def _compile(
     job: Job,
     values: dict[str, str],
     result: Result,
-    compiled: CompileCache | None,
+    compiled: CompileCache | PolicyView | None,
     fingerprint: str,
     compile_argv: tuple[str, ...] | None = None,
     warm: bool = False,
@@ -406,7 +410,10 @@ def _compile(
         if compiled is not None and not hit_limits and out.signal is None:
             # a plain compiler error is a property of the source; a limit hit may be load
             compiled.put(
-                key, CompiledEntry(False, comp.stdout, comp.stderr, why, comp.time_s, None)
+                key,
+                CompiledEntry(
+                    False, comp.stdout, comp.stderr, why, comp.time_s, None, dict(result.isolation)
+                ),
             )
         return False
     if compiled is not None:
@@ -417,7 +424,15 @@ def _compile(
             purpose="compile",
         )
         if saved.ok:
-            entry = CompiledEntry(True, comp.stdout, comp.stderr, "", comp.time_s, saved.stdout)
+            entry = CompiledEntry(
+                True,
+                comp.stdout,
+                comp.stderr,
+                "",
+                comp.time_s,
+                saved.stdout,
+                dict(result.isolation),
+            )
             compiled.put(key, entry)
     return True
 
@@ -430,7 +445,7 @@ def _compile_warm(
     argv: list[str],
     climits: Limits,
     result: Result,
-    compiled: CompileCache | None,
+    compiled: CompileCache | PolicyView | None,
     key: str,
 ) -> bool | None:
     """The warm compiler's answer as `_compile` gives it, or None: compile cold."""
@@ -467,7 +482,15 @@ def _compile_warm(
         archive = reply.archive if reply.ok else None
         compiled.put(
             key,
-            CompiledEntry(reply.ok, comp.stdout, comp.stderr, comp.detail, comp.time_s, archive),
+            CompiledEntry(
+                reply.ok,
+                comp.stdout,
+                comp.stderr,
+                comp.detail,
+                comp.time_s,
+                archive,
+                dict(result.isolation),
+            ),
         )
     return reply.ok
 
@@ -479,7 +502,7 @@ def _compile_and_run(
     values: dict[str, str],
     limits: Limits,
     result: Result,
-    compiled: CompileCache | None = None,
+    compiled: CompileCache | PolicyView | None = None,
     fingerprint: str = "",
     compile_argv: tuple[str, ...] | None = None,
     warm: bool = False,
