@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import go_direct, pch, startup
 from .backends.base import Backend, Session
@@ -138,7 +140,10 @@ def judge_with(
     header = _precompiled_header(
         runtime, job, values, compiled, fingerprint, session_backend, isolation
     )
+    #: the engine's own files this program's commands use (a header, tools, a prelude)
+    ours: list[Path] = []
     if header is not None:
+        ours += [header[0].header, header[0].header.with_name(pch.HEADER + ".gch")]
         ro_paths.append(str(header[0].directory))
         compile_argv = header[1]
         info["compile_argv"] = runtime.expand(compile_argv, **values)
@@ -146,6 +151,7 @@ def judge_with(
     direct = _go_tools(runtime, job, session_backend, isolation)
     if direct is not None:
         values.update(direct.values)
+        ours.append(direct.directory)
         ro_paths.append(str(direct.directory))
         fallback, compile_argv = runtime.compile, tuple(runtime.raw[go_direct.KEY])
         info["compile_argv"] = runtime.expand(compile_argv, **values)
@@ -157,6 +163,7 @@ def judge_with(
         prelude = _interpreter_prelude(runtime, placeholder, session_backend, isolation)
         if prelude is not None:
             values[placeholder] = str(prelude.path)
+            ours.append(prelude.path)
             ro_paths.append(str(prelude.directory))
         else:
             run_argv = tuple(runtime.raw.get("run_classic") or ())
@@ -165,6 +172,11 @@ def judge_with(
                 result.detail = f"{runtime.name}: no start-up prelude and no run_classic"
                 return result
     info["run_argv"] = runtime.expand(run_argv, **values)
+    unusable = unusable_artefacts(ours)
+    if unusable:
+        result.verdict = Verdict.INFRA_ERROR
+        result.detail = f"engine files unusable before the compile: {unusable}"
+        return result
     try:
         sandbox = session_backend.open_session(
             files={values["source"]: job.source_code.encode("utf-8", "surrogatepass")},
@@ -193,13 +205,26 @@ def judge_with(
                 session_backend.warm_compilers(),
                 run_argv,
                 fallback,
+                ours,
             )
+            unusable = unusable_artefacts(ours) if result.verdict is not Verdict.PASSED else ""
+            if unusable and result.verdict is not Verdict.INFRA_ERROR:
+                # the program failed while a file of ours was gone: ours, not the program's
+                result.detail = f"engine files unusable ({unusable}); {result.detail}"
+                result.verdict = Verdict.INFRA_ERROR
         except SandboxError as exc:
             result.verdict = Verdict.INFRA_ERROR
             result.detail = f"sandbox failed: {exc}"
     finally:
         sandbox.close()
     return result
+
+
+def unusable_artefacts(paths: Sequence[Path]) -> str:
+    """Which of the engine's own files a program's commands use is not an absolute, readable
+    path ("" when all are): a compile or run that fails without one failed for a reason of ours."""
+    bad = [str(p) for p in paths if not p.is_absolute() or not os.access(p, os.R_OK)]
+    return ", ".join(bad)
 
 
 #: limits of the tar commands that save and restore a compiled work dir
@@ -337,6 +362,7 @@ def _compile(
     compile_argv: tuple[str, ...] | None = None,
     warm: bool = False,
     fallback: tuple[str, ...] | None = None,
+    ours: Sequence[Path] = (),
 ) -> bool:
     """Compile (or restore a cached compile); False when the program cannot run. With `warm`,
     a runtime with a warm compiler tries it first; whatever it cannot answer is compiled cold.
@@ -405,6 +431,11 @@ def _compile(
         if hit_limits:
             why = f"compilation exceeded its limits ({why})"
         comp.detail = why
+        unusable = unusable_artefacts(ours)
+        if unusable:  # a header or tool of ours went missing: never the program's verdict
+            result.verdict = Verdict.INFRA_ERROR
+            result.detail = f"compile failed with engine files unusable: {unusable}"
+            return False
         result.verdict = Verdict.COMPILATION_ERROR
         result.detail = why
         if compiled is not None and not hit_limits and out.signal is None:
@@ -508,10 +539,21 @@ def _compile_and_run(
     warm: bool = False,
     run_argv: tuple[str, ...] | None = None,
     fallback: tuple[str, ...] | None = None,
+    ours: Sequence[Path] = (),
 ) -> None:
     workdir = sandbox.workdir
     if runtime.compile is not None and not _compile(
-        sandbox, runtime, job, values, result, compiled, fingerprint, compile_argv, warm, fallback
+        sandbox,
+        runtime,
+        job,
+        values,
+        result,
+        compiled,
+        fingerprint,
+        compile_argv,
+        warm,
+        fallback,
+        ours,
     ):
         return
     env = default_env(workdir) | runtime.run_env

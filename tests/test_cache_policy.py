@@ -3,16 +3,21 @@ stronger request, and a relative cache directory judges as an absolute one does.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, TestCase
+from code_eval_taskpack.execution import Engine, Job, TestCase, pch
 from code_eval_taskpack.execution import sandbox as sandbox_mod
+from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.cache import ResultCache, cache_root
 from code_eval_taskpack.execution.sandbox import HostIsolation, host_isolation
 from code_eval_taskpack.execution.types import Verdict
@@ -111,3 +116,109 @@ def test_cache_root_is_absolute(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     monkeypatch.setenv("CODE_EVAL_CACHE", "rel")
     assert cache_root() == tmp_path / "rel"
     assert ResultCache("rel/exec").root == tmp_path / "rel" / "exec"
+
+
+# -- relative cache paths and files of ours --------------------------------------------------
+
+CPP_HEAD = "#include <iostream>\n#include <vector>\n"
+
+
+def _cpp_jobs(n: int) -> list[dict[str, object]]:
+    """`n` C++ programs sharing their include list (enough for a precompiled header)."""
+    return [
+        {
+            "id": f"p{i}",
+            "language": "GNU C++17",
+            "source_code": CPP_HEAD
+            + f"int main() {{ std::vector<int> v{{{i}}}; std::cout << v[0] + {i} << '\\n'; }}\n",
+            "unittests": [{"input": "", "output": [str(2 * i)]}],
+        }
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_a_relative_cache_judges_as_an_absolute_one(tmp_path: Path, how: str) -> None:
+    """`--cache DIR` or `CODE_EVAL_CACHE=DIR` relative to the caller's directory: the
+    precompiled header's path reaches the compiler as given, and a cwd-relative path there made
+    every C++ program that used it a COMPILATION_ERROR (cached)."""
+    require_runtime("GNU C++17")
+    _full_sandbox()
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("".join(json.dumps(j) + "\n" for j in _cpp_jobs(6)))
+    env = {**os.environ, "CODE_EVAL_CACHE": str(tmp_path / "root")}
+    args = ["batch", str(jobs), "-o", str(tmp_path / "out.jsonl"), "--no-progress"]
+    if how == "flag":
+        args += ["--cache", "rel"]
+    else:
+        env["CODE_EVAL_CACHE"] = "rel"
+    proc = subprocess.run(
+        [sys.executable, "-m", "code_eval_taskpack.execution", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["verdict"] for r in rows] == ["PASSED"] * 6, [r["detail"] for r in rows]
+    used = [r for r in rows if any("pch" in a for a in r["runtime"]["compile_argv"])]
+    assert used, "no program used a precompiled header: the attack did not run"
+    assert all(Path(r["runtime"]["compile_argv"][r["runtime"]["compile_argv"].index("-include") + 1]).is_absolute() for r in used)  # fmt: skip
+
+
+class _Cleaner:
+    """Removes the precompiled headers (as a concurrent cache clean-up does) at one moment:
+    `before` right after the header is chosen, `during` as the compile command starts."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def clean(self) -> None:
+        shutil.rmtree(self.root / "compiled" / "pch", ignore_errors=True)
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_a_compile_without_our_header_is_ours(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, when: str
+) -> None:
+    """A compile that fails because a header of ours vanished is an INFRA_ERROR, never the
+    program's COMPILATION_ERROR, and nothing of it is cached: the same job judges PASSED next."""
+    require_runtime("GNU C++17")
+    _full_sandbox()
+    monkeypatch.setattr(pch, "BUILD_AFTER", 1)
+    cleaner = _Cleaner(tmp_path / "c")
+    real_for_source = pch.for_source
+
+    def for_source(*args: Any, **kwargs: Any) -> Any:
+        got = real_for_source(*args, **kwargs)
+        if when == "before":
+            cleaner.clean()
+        return got
+
+    real_open = LocalBackend.open_session
+
+    def open_session(self: LocalBackend, *args: Any, **kwargs: Any) -> Any:
+        session = real_open(self, *args, **kwargs)
+        real_run = session.run
+
+        def run(argv: Any, **kw: Any) -> Any:
+            if when == "during" and kw.get("purpose") == "compile" and "-include" in argv:
+                cleaner.clean()
+            return real_run(argv, **kw)
+
+        session.run = run  # type: ignore[method-assign]
+        return session
+
+    monkeypatch.setattr(pch, "for_source", for_source)
+    monkeypatch.setattr(LocalBackend, "open_session", open_session)
+    raw = _cpp_jobs(1)[0]
+    job = Job("GNU C++17", str(raw["source_code"]), (TestCase("", ("0",)),))
+    got = Engine(cache=tmp_path / "c", workers=1).judge(job)
+    assert got.verdict is Verdict.INFRA_ERROR, (got.detail, got.compile)
+    assert "engine files unusable" in got.detail
+    monkeypatch.undo()
+    again = Engine(cache=tmp_path / "c", workers=1).judge(job)
+    assert again.verdict is Verdict.PASSED and not again.cached, again.detail
+    assert again.compile is not None and not again.compile.cached
