@@ -49,8 +49,13 @@ def cache_root() -> Path:
     downloads (`urls/`). Always absolute (a relative `$CODE_EVAL_CACHE` is taken from the
     current directory here, once): its paths are handed to sandboxes, whose working directory is
     their own."""
-    base = os.environ.get("CODE_EVAL_CACHE")
-    return absolute(base) if base else absolute(Path.home() / ".cache" / "code_eval_taskpack")
+    base = os.environ.get("CODE_EVAL_CACHE") or str(Path.home() / ".cache" / "code_eval_taskpack")
+    with _roots_lock:  # once per value: a later chdir of the process does not move the cache
+        return _roots.setdefault(base, absolute(base))
+
+
+_roots: dict[str, Path] = {}
+_roots_lock = threading.Lock()
 
 
 def absolute(path: str | os.PathLike[str]) -> Path:

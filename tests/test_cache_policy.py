@@ -112,10 +112,15 @@ def test_a_best_effort_compile_never_serves_required(
 
 
 def test_cache_root_is_absolute(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Resolved once, where it is read: a later chdir of the process does not move it."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("CODE_EVAL_CACHE", "rel")
-    assert cache_root() == tmp_path / "rel"
-    assert ResultCache("rel/exec").root == tmp_path / "rel" / "exec"
+    name = f"rel-{tmp_path.name}"
+    monkeypatch.setenv("CODE_EVAL_CACHE", name)
+    assert cache_root() == tmp_path / name
+    assert ResultCache(f"{name}/exec").root == tmp_path / name / "exec"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert cache_root() == tmp_path / name
 
 
 # -- relative cache paths and files of ours --------------------------------------------------
