@@ -190,7 +190,9 @@ class ResultCache:
         """Store `result` for `job`; returns False (and stores nothing) for INFRA_ERROR."""
         return self.put_key(job_key(job, fingerprint), result)
 
-    def get_key(self, key: str) -> Result | None:
+    def get_key(self, key: str, accept: Callable[[Result], bool] | None = None) -> Result | None:
+        """The stored result under `key`, or None; with `accept`, a stored result it refuses
+        (e.g. judged under a weaker isolation than asked) is a miss too."""
         path = self.path_for(key)
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
@@ -203,6 +205,9 @@ class ResultCache:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             self._count("misses")
             self._count("corrupt")
+            return None
+        if accept is not None and not accept(result):
+            self._count("misses")
             return None
         result.cached = True
         self._count("hits")

@@ -84,13 +84,14 @@ class Engine:
         every backend), else None: judged again, and the weaker entry replaced."""
         if self.cache is None:
             return None
-        hit = self.cache.get_key(key)
-        if hit is None:
-            return None
-        checked = verdict_under_policy(
-            hit, job, self.isolation, self.backend.required_layers, self.input_limits, "cache"
-        )
-        return hit if checked is hit and hit.verdict is not Verdict.INFRA_ERROR else None
+
+        def meets_policy(hit: Result) -> bool:
+            checked = verdict_under_policy(
+                hit, job, self.isolation, self.backend.required_layers, self.input_limits, "cache"
+            )
+            return checked is hit and hit.verdict is not Verdict.INFRA_ERROR
+
+        return self.cache.get_key(key, meets_policy)
 
     # -- single job -------------------------------------------------------------------------
 

@@ -73,8 +73,10 @@ def test_a_best_effort_result_never_answers_required(
     key = strict.key(job, strict.backend.resolve(job.language))
     assert strict.cache is not None
     strict.cache.put_key(key, weak)
+    hits = strict.cache.stats.hits
     again = strict.judge_many([job])[0]
     assert not again.cached and again.verdict is Verdict.RUNTIME_ERROR, again.detail
+    assert strict.cache.stats.hits == hits  # a refused entry counts as a miss
     stored = ResultCache(tmp_path / "c").get_key(key)
     assert stored is not None and stored.verdict is Verdict.RUNTIME_ERROR
     # the stronger result stays apart from best-effort requests (their own key)
