@@ -2,8 +2,14 @@
 
 A result is stored under the SHA-256 of everything that can change a verdict: the runtime's
 fingerprint (toolchain binary and version), the source, the tests, the limits, the comparator,
-stop-on-first-fail and ENGINE_VERSION. The job's `id` is deliberately not part of the key, so
-identical submissions share one entry.
+stop-on-first-fail, ENGINE_VERSION and an isolation policy other than `required`. The job's `id`
+is deliberately not part of the key, so identical submissions share one entry.
+
+A verdict is served only under the policy that judged it: a `best-effort` result has keys of its
+own, and every hit's isolation snapshot is checked against the policy and the layers the backend
+promises (`Engine`), so a result judged with a layer missing (e.g. by an older version that
+keyed both policies alike) never answers a `required` request; it is judged again and replaced.
+A `required` result does not serve a `best-effort` request either (other key): one re-judge.
 
 Entries are JSON files sharded by the first two hex digits of the key and written atomically
 (temporary file + os.replace), so a process killed mid-write leaves either the old state or the
@@ -40,9 +46,22 @@ def cache_root() -> Path:
     """The project's one cache directory: `$CODE_EVAL_CACHE`, else `~/.cache/code_eval_taskpack`.
 
     Everything cached lives below it: results (`exec/`), the sandbox launcher (`launcher/`),
-    downloads (`urls/`)."""
-    base = os.environ.get("CODE_EVAL_CACHE")
-    return Path(base) if base else Path.home() / ".cache" / "code_eval_taskpack"
+    downloads (`urls/`). Always absolute (a relative `$CODE_EVAL_CACHE` is taken from the
+    current directory here, once): its paths are handed to sandboxes, whose working directory is
+    their own."""
+    base = os.environ.get("CODE_EVAL_CACHE") or str(Path.home() / ".cache" / "code_eval_taskpack")
+    with _roots_lock:  # once per value: a later chdir of the process does not move the cache
+        return _roots.setdefault(base, absolute(base))
+
+
+_roots: dict[str, Path] = {}
+_roots_lock = threading.Lock()
+
+
+def absolute(path: str | os.PathLike[str]) -> Path:
+    """A configured path as an absolute one (`~` expanded, relative to the current directory):
+    what the engine hands a sandbox or a compiler must not depend on their working directory."""
+    return Path(os.path.abspath(Path(path).expanduser()))
 
 
 def default_cache_dir() -> Path:
@@ -83,8 +102,11 @@ def atomic_folder(path: Path, build: Callable[[Path], None]) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def job_key(job: Job, fingerprint: Fingerprint) -> str:
-    """Cache key of `job` judged by the runtime with `fingerprint` (a str or a Runtime).
+def job_key(job: Job, fingerprint: Fingerprint, policy: str = "required") -> str:
+    """Cache key of `job` judged by the runtime with `fingerprint` (a str or a Runtime) under the
+    isolation `policy`. A `required` key is the one of caches made before policies were keyed;
+    any other policy is part of the key, so its results are kept apart (the hit check,
+    `Engine`, still checks every stored snapshot against the policy asked).
 
     The source and the tests' texts are hashed piece by piece with their lengths (never
     serialised whole), so a 100 MB expected output costs no copy of itself."""
@@ -100,6 +122,8 @@ def job_key(job: Job, fingerprint: Fingerprint) -> str:
     }
     if job.overrides is not None:  # absent otherwise
         header["overrides"] = job.overrides.to_dict()
+    if policy != "required":  # absent otherwise: existing `required` keys stay valid
+        header["isolation_policy"] = policy
     hasher = hashlib.sha256()
     _hash_text(hasher, json.dumps(header, sort_keys=True, separators=(",", ":")))
     _hash_text(hasher, job.source_code)
@@ -147,7 +171,7 @@ class ResultCache:
     """Thread-safe: several workers (threads or processes) may read and write concurrently."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root).expanduser()
+        self.root = absolute(root)
         self.stats = CacheStats()
         self._lock = threading.Lock()
 
@@ -166,7 +190,9 @@ class ResultCache:
         """Store `result` for `job`; returns False (and stores nothing) for INFRA_ERROR."""
         return self.put_key(job_key(job, fingerprint), result)
 
-    def get_key(self, key: str) -> Result | None:
+    def get_key(self, key: str, accept: Callable[[Result], bool] | None = None) -> Result | None:
+        """The stored result under `key`, or None; with `accept`, a stored result it refuses
+        (e.g. judged under a weaker isolation than asked) is a miss too."""
         path = self.path_for(key)
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
@@ -179,6 +205,9 @@ class ResultCache:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             self._count("misses")
             self._count("corrupt")
+            return None
+        if accept is not None and not accept(result):
+            self._count("misses")
             return None
         result.cached = True
         self._count("hits")

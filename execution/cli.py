@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .cache import absolute
 from .compare import MODES
 from .errors import DataError
 from .isolation import ISOLATION_POLICIES
@@ -174,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     where = batch.add_mutually_exclusive_group()
     where.add_argument(
         "--cache",
-        type=Path,
+        type=absolute,  # its paths reach compilers and sandboxes: never cwd-relative
         default=None,
         metavar="DIR",
         help="result cache (default: $CODE_EVAL_CACHE/exec or ~/.cache/code_eval_taskpack/exec)",

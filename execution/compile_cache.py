@@ -9,6 +9,12 @@ ran, and unpacked inside the next sandbox, so it is only ever compiler output).
 
 Entries live in memory (bounded) and, when the engine has a result cache, on disk next to it
 (`<cache>/compiled/`, written atomically), so a rerun of an interrupted batch does not recompile.
+
+An entry records the isolation snapshot of the sandbox that compiled it (`isolation`), and the
+runner uses it only when that snapshot meets the policy asked (`isolation.policy_refusal`): a
+compile made with a layer missing could have read a host file into its output. An entry with no
+snapshot (written by an older version) never serves `required`: it is compiled again. A policy
+other than `required` is part of the runner's key, so `required` keys are those of older caches.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .cache import atomic_write
+from .isolation import policy_refusal
 from .version import ENGINE_VERSION
 
 MAX_MEMORY_BYTES = 256 * 1024 * 1024
@@ -36,6 +43,8 @@ class CompiledEntry:
     detail: str
     time_s: float
     archive: bytes | None  # tar of the work dir after a successful compile
+    #: the compiling sandbox's isolation snapshot (None: unknown, an older entry)
+    isolation: dict[str, Any] | None = None
 
     @property
     def size(self) -> int:
@@ -51,6 +60,7 @@ class CompiledEntry:
             "time_s": self.time_s,
             "engine": ENGINE_VERSION,
             "has_archive": self.archive is not None,
+            "isolation": self.isolation,
         }
 
 
@@ -99,6 +109,7 @@ class CompileCache:
                 detail=str(meta.get("detail", "")),
                 time_s=float(meta.get("time_s", 0.0)),
                 archive=archive,
+                isolation=meta["isolation"] if isinstance(meta.get("isolation"), dict) else None,
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -131,3 +142,30 @@ class CompileCache:
             while self._bytes > self.max_bytes and self._mem:
                 _, gone = self._mem.popitem(last=False)
                 self._bytes -= gone.size
+
+
+class PolicyView:
+    """A compile cache as one policy sees it: `get` answers only entries whose recorded snapshot
+    meets `policy` for the layers `promised` (an entry without one never meets `required`)."""
+
+    def __init__(self, cache: CompileCache, policy: str, promised: tuple[str, ...]) -> None:
+        self.cache = cache
+        self.policy = policy
+        self.promised = promised
+
+    @property
+    def root(self) -> Path | None:
+        return self.cache.root
+
+    def get(self, key: str) -> CompiledEntry | None:
+        entry = self.cache.get(key)
+        if entry is None:
+            return None
+        if entry.isolation is None and self.policy == "required":
+            return None
+        if policy_refusal(self.policy, self.promised, entry.isolation or {}):
+            return None
+        return entry
+
+    def put(self, key: str, entry: CompiledEntry) -> None:
+        self.cache.put(key, entry)

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .backends import Backend, get_backend
+from .backends.base import verdict_under_policy
 from .cache import ResultCache, job_key
 from .compare import MODES
 from .compile_cache import CompileCache
@@ -75,7 +76,22 @@ class Engine:
     def key(self, job: Job, runtime: Runtime) -> str:
         """Cache key of an effective `job` judged by `runtime` on this engine's backend (the
         local backend's keys are those of caches made before backends existed)."""
-        return job_key(job, self.backend.runtime_fingerprint(runtime))
+        return job_key(job, self.backend.runtime_fingerprint(runtime), self.isolation)
+
+    def _cached(self, key: str, job: Job) -> Result | None:
+        """The cached result under `key` when its isolation snapshot meets this engine's policy
+        for the layers its backend promises (the one check `verdict_under_policy` makes for
+        every backend), else None: judged again, and the weaker entry replaced."""
+        if self.cache is None:
+            return None
+
+        def meets_policy(hit: Result) -> bool:
+            checked = verdict_under_policy(
+                hit, job, self.isolation, self.backend.required_layers, self.input_limits, "cache"
+            )
+            return checked is hit and hit.verdict is not Verdict.INFRA_ERROR
+
+        return self.cache.get_key(key, meets_policy)
 
     # -- single job -------------------------------------------------------------------------
 
@@ -104,11 +120,10 @@ class Engine:
 
     def _judge_resolved(self, job: Job, runtime: Runtime, key: str, job_id: str) -> Result:
         """Judge a resolved job whose cache key is `key` (computed once by the caller)."""
-        if self.cache is not None:
-            hit = self.cache.get_key(key)
-            if hit is not None:
-                hit.id = job_id
-                return hit
+        hit = self._cached(key, job)
+        if hit is not None:
+            hit.id = job_id
+            return hit
         result = self._run(job, runtime)
         result.id = job_id
         if self.cache is not None:
@@ -205,7 +220,7 @@ class Engine:
         todo: list[tuple[str, list[int]]] = []
         for key, idx in groups.items():
             runtime = prepared[idx[0]][1]
-            hit = self.cache.get_key(key) if self.cache is not None else None
+            hit = self._cached(key, prepared[idx[0]][0])
             if hit is not None:
                 deliver(idx, hit)
             elif not runtime.available:

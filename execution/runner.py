@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import go_direct, pch, startup
 from .backends.base import Backend, Session
 from .backends.local import LocalBackend
 from .compare import outputs_match
-from .compile_cache import CompileCache, CompiledEntry, compile_key
+from .compile_cache import CompileCache, CompiledEntry, PolicyView, compile_key
 from .inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
 from .languages import Runtime, java_layout
 from .limits import COMPILE_LIMITS, MB, Limits, run_limits
@@ -95,7 +97,7 @@ def test_verdict(out: CommandOutcome) -> tuple[Verdict | None, str]:
 def judge_with(
     runtime: Runtime,
     job: Job,
-    compiled: CompileCache | None = None,
+    compiled: CompileCache | PolicyView | None = None,
     isolation: str = "required",
     input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
     backend: Backend | None = None,
@@ -129,12 +131,19 @@ def judge_with(
     )
     session_backend = backend if backend is not None else LocalBackend()
     fingerprint = session_backend.runtime_fingerprint(runtime)
+    if isolation != "required":  # compiled apart; `required` keys are those of older caches
+        fingerprint = f"{fingerprint}|isolation={isolation}"
+    if isinstance(compiled, CompileCache):  # entries only of sandboxes that met the policy
+        compiled = PolicyView(compiled, isolation, tuple(session_backend.required_layers))
     ro_paths: list[str] = list(runtime.extra_ro_paths)
     compile_argv = runtime.compile
     header = _precompiled_header(
         runtime, job, values, compiled, fingerprint, session_backend, isolation
     )
+    #: the engine's own files this program's commands use (a header, tools, a prelude)
+    ours: list[Path] = []
     if header is not None:
+        ours += [header[0].header, header[0].header.with_name(pch.HEADER + ".gch")]
         ro_paths.append(SharedFolder(header[0].directory))
         compile_argv = header[1]
         info["compile_argv"] = runtime.expand(compile_argv, **values)
@@ -142,6 +151,7 @@ def judge_with(
     direct = _go_tools(runtime, job, session_backend, isolation)
     if direct is not None:
         values.update(direct.values)
+        ours.append(direct.directory)
         ro_paths.append(SharedFolder(direct.directory))
         fallback, compile_argv = runtime.compile, tuple(runtime.raw[go_direct.KEY])
         info["compile_argv"] = runtime.expand(compile_argv, **values)
@@ -154,6 +164,7 @@ def judge_with(
         if prelude is not None:
             folder = SharedFolder(prelude.directory)
             values[placeholder] = folder.inside_of(prelude.path)
+            ours.append(prelude.path)
             ro_paths.append(folder)
         else:
             run_argv = tuple(runtime.raw.get("run_classic") or ())
@@ -162,6 +173,11 @@ def judge_with(
                 result.detail = f"{runtime.name}: no start-up prelude and no run_classic"
                 return result
     info["run_argv"] = runtime.expand(run_argv, **values)
+    unusable = unusable_artefacts(ours)
+    if unusable:
+        result.verdict = Verdict.INFRA_ERROR
+        result.detail = f"engine files unusable before the compile: {unusable}"
+        return result
     try:
         sandbox = session_backend.open_session(
             files={values["source"]: job.source_code.encode("utf-8", "surrogatepass")},
@@ -190,13 +206,26 @@ def judge_with(
                 session_backend.warm_compilers(),
                 run_argv,
                 fallback,
+                ours,
             )
+            unusable = unusable_artefacts(ours) if result.verdict is not Verdict.PASSED else ""
+            if unusable and result.verdict is not Verdict.INFRA_ERROR:
+                # the program failed while a file of ours was gone: ours, not the program's
+                result.detail = f"engine files unusable ({unusable}); {result.detail}"
+                result.verdict = Verdict.INFRA_ERROR
         except SandboxError as exc:
             result.verdict = Verdict.INFRA_ERROR
             result.detail = f"sandbox failed: {exc}"
     finally:
         sandbox.close()
     return result
+
+
+def unusable_artefacts(paths: Sequence[Path]) -> str:
+    """Which of the engine's own files a program's commands use is not an absolute, readable
+    path ("" when all are): a compile or run that fails without one failed for a reason of ours."""
+    bad = [str(p) for p in paths if not p.is_absolute() or not os.access(p, os.R_OK)]
+    return ", ".join(bad)
 
 
 #: limits of the tar commands that save and restore a compiled work dir
@@ -210,7 +239,7 @@ def _precompiled_header(
     runtime: Runtime,
     job: Job,
     values: dict[str, str],
-    compiled: CompileCache | None,
+    compiled: CompileCache | PolicyView | None,
     fingerprint: str,
     backend: Backend,
     isolation: str,
@@ -329,11 +358,12 @@ def _compile(
     job: Job,
     values: dict[str, str],
     result: Result,
-    compiled: CompileCache | None,
+    compiled: CompileCache | PolicyView | None,
     fingerprint: str,
     compile_argv: tuple[str, ...] | None = None,
     warm: bool = False,
     fallback: tuple[str, ...] | None = None,
+    ours: Sequence[Path] = (),
 ) -> bool:
     """Compile (or restore a cached compile); False when the program cannot run. With `warm`,
     a runtime with a warm compiler tries it first; whatever it cannot answer is compiled cold.
@@ -402,12 +432,20 @@ def _compile(
         if hit_limits:
             why = f"compilation exceeded its limits ({why})"
         comp.detail = why
+        unusable = unusable_artefacts(ours)
+        if unusable:  # a header or tool of ours went missing: never the program's verdict
+            result.verdict = Verdict.INFRA_ERROR
+            result.detail = f"compile failed with engine files unusable: {unusable}"
+            return False
         result.verdict = Verdict.COMPILATION_ERROR
         result.detail = why
         if compiled is not None and not hit_limits and out.signal is None:
             # a plain compiler error is a property of the source; a limit hit may be load
             compiled.put(
-                key, CompiledEntry(False, comp.stdout, comp.stderr, why, comp.time_s, None)
+                key,
+                CompiledEntry(
+                    False, comp.stdout, comp.stderr, why, comp.time_s, None, dict(result.isolation)
+                ),
             )
         return False
     if compiled is not None:
@@ -418,7 +456,15 @@ def _compile(
             purpose="compile",
         )
         if saved.ok:
-            entry = CompiledEntry(True, comp.stdout, comp.stderr, "", comp.time_s, saved.stdout)
+            entry = CompiledEntry(
+                True,
+                comp.stdout,
+                comp.stderr,
+                "",
+                comp.time_s,
+                saved.stdout,
+                dict(result.isolation),
+            )
             compiled.put(key, entry)
     return True
 
@@ -431,7 +477,7 @@ def _compile_warm(
     argv: list[str],
     climits: Limits,
     result: Result,
-    compiled: CompileCache | None,
+    compiled: CompileCache | PolicyView | None,
     key: str,
 ) -> bool | None:
     """The warm compiler's answer as `_compile` gives it, or None: compile cold."""
@@ -468,7 +514,15 @@ def _compile_warm(
         archive = reply.archive if reply.ok else None
         compiled.put(
             key,
-            CompiledEntry(reply.ok, comp.stdout, comp.stderr, comp.detail, comp.time_s, archive),
+            CompiledEntry(
+                reply.ok,
+                comp.stdout,
+                comp.stderr,
+                comp.detail,
+                comp.time_s,
+                archive,
+                dict(result.isolation),
+            ),
         )
     return reply.ok
 
@@ -480,16 +534,27 @@ def _compile_and_run(
     values: dict[str, str],
     limits: Limits,
     result: Result,
-    compiled: CompileCache | None = None,
+    compiled: CompileCache | PolicyView | None = None,
     fingerprint: str = "",
     compile_argv: tuple[str, ...] | None = None,
     warm: bool = False,
     run_argv: tuple[str, ...] | None = None,
     fallback: tuple[str, ...] | None = None,
+    ours: Sequence[Path] = (),
 ) -> None:
     workdir = sandbox.workdir
     if runtime.compile is not None and not _compile(
-        sandbox, runtime, job, values, result, compiled, fingerprint, compile_argv, warm, fallback
+        sandbox,
+        runtime,
+        job,
+        values,
+        result,
+        compiled,
+        fingerprint,
+        compile_argv,
+        warm,
+        fallback,
+        ours,
     ):
         return
     env = default_env(workdir) | runtime.run_env

@@ -90,7 +90,9 @@ def cache_dir(setting: str | None) -> Path | None:
         from code_eval_taskpack.execution.cache import default_cache_dir
 
         return default_cache_dir()
-    return Path(setting)
+    from code_eval_taskpack.execution.cache import absolute
+
+    return absolute(setting)  # sandboxes and compilers get its paths: never cwd-relative
 
 
 def judge_programs(
