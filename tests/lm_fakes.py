@@ -35,6 +35,18 @@ def _load(spec: str) -> Script:
     return fn  # type: ignore[no-any-return]
 
 
+RECORD_ENV = "CODE_EVAL_TEST_MODEL_EVENTS"
+
+
+def _record(event: str) -> None:
+    """Append `event` to the file named by $CODE_EVAL_TEST_MODEL_EVENTS (CLI runs in a
+    subprocess tell the test when the model was built and whether it generated)."""
+    path = os.environ.get(RECORD_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(event + "\n")
+
+
 @register_model("scripted")
 class ScriptedLM(LM):
     """An LM whose answers come from `script(kind, context, extra)`."""
@@ -46,6 +58,7 @@ class ScriptedLM(LM):
         self.script: Script = script or (lambda kind, ctx, extra: "" if kind == "generate" else 0.0)
         self.generate_calls: list[tuple[str, dict[str, Any]]] = []
         self.loglikelihood_calls: list[tuple[str, str]] = []
+        _record("constructed")
 
     @classmethod
     def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):  # type: ignore[no-untyped-def,override]
@@ -54,6 +67,7 @@ class ScriptedLM(LM):
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:  # type: ignore[no-untyped-def,override]
         out = []
+        _record("generate")
         for req in requests:
             context, gen_kwargs = req.args
             self.generate_calls.append((context, dict(gen_kwargs)))

@@ -78,3 +78,25 @@ def test_lm_eval_cli_scores_and_predict_only(tmp_path: Path) -> None:
     )
     records = [json.loads(line) for line in python_samples.read_text().splitlines()]
     assert {r["filtered_resps"][0] for r in records} >= {"T", "B"}
+
+
+def test_missing_answers_stop_the_real_cli_before_any_generation(tmp_path: Path) -> None:
+    """lm-eval 0.4.13's CLI builds the model before any task (`simple_evaluate` constructs it,
+    then loads the tasks; the CLI's task index reads the YAML without running any of the pack's
+    code), so no hook of a task pack runs earlier: the answers error comes at the first task's
+    dataset, right after the model, and before any request. This records that order (the README
+    states it); if lm-eval ever builds tasks first, the first assertion on `events` fails."""
+    real = SHARED_DATA / "codexglue_clozetest_maxmin"
+    require(real.is_dir(), f"real ClozeTest-maxmin inputs missing at {real}")
+    events = tmp_path / "events.txt"
+    env = {"HF_HUB_OFFLINE": "1", "CODE_EVAL_CACHE": str(tmp_path / "cache")}
+    run = run_cli(
+        MODEL_SCRIPT, "clozetest_maxmin_ruby", tmp_path / "out",
+        metadata={"clozetest_data_dir": str(real)},
+        env={**env, "CODE_EVAL_TEST_MODEL_EVENTS": str(events)}, check=False,
+    )  # fmt: skip
+    assert run.returncode != 0
+    assert "no gold answers for ClozeTest-maxmin language(s) ruby" in run.log
+    assert "clozetest_predict_only" in run.log  # the message says how to run without answers
+    assert events.read_text().split() == ["constructed"]  # built first, never asked to generate
+    assert not list((tmp_path / "out").glob("**/results_*.json"))

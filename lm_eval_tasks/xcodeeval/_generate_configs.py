@@ -31,6 +31,12 @@ COMMAND = "python -m lm_eval_tasks.xcodeeval._generate_configs"
 PAPER_SAMPLES = 20
 PAPER_TEMPERATURE = 0.3157894736842105
 MAX_GEN_TOKS = 1024
+# Where a reply is over: the end-of-turn tokens of the common chat families (ChatML, Llama 3,
+# Gemma, Phi-3; a backend also stops at its own end-of-sequence token) and a closing code fence
+# followed by a blank line, the usual start of the prose after the program. A bare "```" would
+# also match the opening fence, and "\n```\n" a bare opening fence after a lead-in line, so
+# neither is used.
+STOP = ["<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|endoftext|>", "\n```\n\n"]
 
 EXEC_KINDS = ("synth", "translate", "apr")  # judged by running programs, sampled
 LABEL_KINDS = ("tag", "tag_desc", "compile")  # one task per language plus one pooled task
@@ -54,7 +60,7 @@ class Sampling:
         return f"_{self.name or 'paper'}_sampling_yaml"
 
     def doc(self) -> dict[str, Any]:
-        generation: dict[str, Any] = {"until": []}
+        generation: dict[str, Any] = {"until": list(STOP)}
         if self.greedy:
             generation |= {"do_sample": False, "temperature": 0.0}
         else:
