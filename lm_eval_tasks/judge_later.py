@@ -1,7 +1,8 @@
 """`code-eval judge OUT`: judge the execution-scored tasks of an `lm_eval --predict_only` run.
 
     lm_eval ... --tasks T --predict_only --log_samples --confirm_run_unsafe_code --output_path OUT
-    code-eval judge OUT [--tasks T1,T2] [--output-path DIR] [--backend NAME ...]
+    code-eval judge OUT [--tasks T1,T2] [--output-path DIR] [--include-path DIR]
+        [--backend NAME ...]
 
 On the generating machine the pack's judging filters run nothing (`lm_eval_tasks.predict_only`);
 the logged samples keep every raw response. Here the very tasks are evaluated again by lm-eval
@@ -294,13 +295,15 @@ def _replay_model(replay: _Replay) -> Any:
     return ReplayLM()
 
 
-def _evaluate(run: PredictOnlyRun, metadata: Mapping[str, Any]) -> dict[str, Any]:
+def _evaluate(
+    run: PredictOnlyRun, metadata: Mapping[str, Any], include_path: Path
+) -> dict[str, Any]:
     import lm_eval
     from lm_eval.tasks import TaskManager
 
     config = run.data.get("config") or {}
     replay = _Replay(run)
-    manager = TaskManager(include_path=str(TASKS_PATH), metadata=dict(metadata))
+    manager = TaskManager(include_path=str(include_path), metadata=dict(metadata))
     out = lm_eval.simple_evaluate(
         model=_replay_model(replay),
         tasks=requested(run),
@@ -417,6 +420,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help=f"where the judged results go (default: OUT/{DEFAULT_OUTPUT})",
     )
+    p.add_argument(
+        "--include-path",
+        type=Path,
+        default=TASKS_PATH,
+        help="the --include_path of the lm_eval run (default: the pack's tasks)",
+    )
     add_backend_options(p)
     return p.parse_args(argv)
 
@@ -431,7 +440,7 @@ def judge_output(args: argparse.Namespace) -> list[Path]:
     runs = [read_run(f, wanted) for f in find_runs(out, output)]
     written = []
     for run in runs:
-        judged = _evaluate(run, user_metadata(run, overrides))
+        judged = _evaluate(run, user_metadata(run, overrides), args.include_path)
         _same_documents(run, judged["samples"])
         written.append(_write(run, judged, output.resolve()))
         log.info("%s: judged %s -> %s", PROG, run.results_file, written[-1])
