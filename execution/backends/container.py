@@ -199,6 +199,7 @@ class ContainerBackend(Backend):
                 c = self._idle.get_nowait()
                 if c.alive():
                     return c
+                c.kill()  # stopped while idle: removed (containers are not started with --rm)
         except queue.Empty:
             pass
         name = f"code-eval-judge-{uuid.uuid4().hex[:16]}"
