@@ -12,6 +12,7 @@ runs without token authentication makes the cluster refused (`node_refusal`), ne
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 from collections.abc import Mapping
 
@@ -61,10 +62,9 @@ def _set(values: Mapping[str, str | None]) -> None:
 def _refresh_ray() -> None:
     """Make this process's Ray read the mode and the token again (it caches both)."""
     with contextlib.suppress(Exception):
-        from ray._raylet import AuthenticationTokenLoader, Config
-
-        Config.initialize("")
-        AuthenticationTokenLoader.instance().reset_cache()
+        raylet = importlib.import_module("ray._raylet")  # Ray's own, pinned (no public API)
+        raylet.Config.initialize("")
+        raylet.AuthenticationTokenLoader.instance().reset_cache()
 
 
 def node_refusal(modes: Mapping[str, str]) -> str:

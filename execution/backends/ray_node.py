@@ -17,6 +17,7 @@ isolation snapshot again (`base.verdict_under_policy`).
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import threading
@@ -50,9 +51,9 @@ def node_auth_mode() -> str:
     """How this node's Ray processes authenticate ("token" or "disabled"): its workers inherit
     the node's `RAY_AUTH_MODE`, so a node started without token authentication says so."""
     try:
-        from ray._raylet import AuthenticationMode, get_authentication_mode
-
-        return "token" if get_authentication_mode() == AuthenticationMode.TOKEN else "disabled"
+        raylet = importlib.import_module("ray._raylet")  # Ray's own, pinned (no public API)
+        token = raylet.get_authentication_mode() == raylet.AuthenticationMode.TOKEN
+        return "token" if token else "disabled"
     except Exception:  # a Ray without token authentication
         return "disabled"
 
