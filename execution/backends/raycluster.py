@@ -162,6 +162,7 @@ class RayBackend(Backend):
             raise ValueError("num_cpus applies to a local cluster (no address), at least 1")
         self.auth = TokenEnvironment(token_file)
         self._lock = threading.Lock()
+        self._start_lock = threading.Lock()
         self._runtimes: dict[str, tuple[Runtime, list[dict[str, Any]]]] = {}
         self._mixed: set[str] = set()
         self._judges: dict[str, Any] = {}  # node id -> its NodeJudge handle
@@ -265,9 +266,15 @@ class RayBackend(Backend):
         """A judge on every node in `nodes` that has none, sized to its CPUs; waits until they
         are up. Returns the nodes whose judge did not come up, and why."""
         ray = self._ray()
+        with self._start_lock:  # one judge per node, whichever thread asks first
+            return self._start_judges(ray, nodes)
+
+    def _start_judges(self, ray: Any, nodes: Mapping[str, NodeState]) -> dict[str, str]:
         actor = ray.remote(NodeJudge)
         started = {}
         for nid, node in nodes.items():
+            with self._lock:
+                node.judge = node.judge or self._judges.get(nid)
             if node.judge is None:
                 node.judge = actor.options(
                     num_cpus=node.cpus,
