@@ -61,6 +61,12 @@ class Run:
     wall_s: float
     cpus: int
     verdicts: list[str]
+    sandbox_cpu_s: float  # compile and test CPU the results record
+
+    @property
+    def busy(self) -> float:
+        """Share of the CPUs' wall time that went into the sandboxed compiles and tests."""
+        return self.sandbox_cpu_s / (self.wall_s * self.cpus)
 
     @property
     def per_core(self) -> float:
@@ -105,6 +111,10 @@ def measure(engine: Engine, jobs: list[Job], backend: str, name: str, cpus: int)
         wall,
         cpus,
         [r.verdict.value for r in results],
+        sum(
+            (r.compile.time_s if r.compile else 0.0) + sum(t.time_s for t in r.tests)
+            for r in results
+        ),
     )
 
 
@@ -174,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  {r.backend:5} {r.workload:6} {r.tests / r.programs:5.1f} tests/program: "
             f"{r.wall_s:7.1f} s, {r.programs / r.wall_s:6.2f} programs/s, "
-            f"{r.per_core:6.3f} programs/s/core"
+            f"{r.per_core:6.3f} programs/s/core, {r.busy:4.0%} of CPU time in sandboxes"
         )
     ratio_eq = by[("ray", "equal")].per_core / by[("local", "equal")].per_core
     ratio_hid = by[("ray", "hidden")].per_core / by[("local", "hidden")].per_core

@@ -48,12 +48,14 @@ class Answers:
 
     def __init__(self) -> None:
         self.counts: Counter[int] = Counter()
+        self.judged_by: list[str] = []  # who judged each answer, in order
         self._lock = threading.Lock()
 
     def wrap(self, on_result: Callable[[int, Result], None]) -> Callable[[int, Result], None]:
         def counted(i: int, result: Result) -> None:
             with self._lock:
                 self.counts[i] += 1
+                self.judged_by.append(str(result.isolation.get("judged_by")))
             on_result(i, result)
 
         return counted

@@ -172,17 +172,21 @@ def test_a_worker_node_killed_mid_batch(cluster: Nodes, tmp_path: Path) -> None:
     victim_name = cluster.name(victim)
     killed = threading.Event()
 
+    answers = Answers()
+    answered_before: list[int] = []
+
     def progress(done: int, total: int) -> None:
-        if done >= 2 and not killed.is_set():
+        judged_there = any(b.endswith(victim.node_id[:12]) for b in answers.judged_by)
+        if judged_there and not killed.is_set():
             killed.set()
+            answered_before.append(done)
             os.kill(_raylet_pid(victim), signal.SIGKILL)
 
-    answers = Answers()
     count_answers(backend, answers)
     engine = Engine(backend=backend, cache=tmp_path)
     results = engine.judge_many(jobs, progress=progress)
     del backend.judge_batch
-    assert killed.is_set()
+    assert killed.is_set() and answered_before[0] < len(jobs) // 2  # killed mid-batch
     assert answers.exactly_once(len(jobs))
     local = Engine(backend="local").judge_many(jobs)
     assert [r.id for r in results] == [j.id for j in jobs]

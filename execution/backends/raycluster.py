@@ -47,7 +47,7 @@ from .ray_node import ACTOR_CLASS, NodeJudge, node_auth_mode, node_identity
 log = logging.getLogger(__name__)
 
 #: most jobs in one call to a node's judge (whole programs; a bigger program goes alone)
-DEFAULT_CHUNK = 2
+DEFAULT_CHUNK = 1
 #: times a program is sent again after the worker or node judging it was lost
 TASK_RETRIES = 3
 #: the Ray resource a node declares for each language cluster it judges (`judge:C++`)
