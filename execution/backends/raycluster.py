@@ -205,6 +205,8 @@ class RayBackend(Backend):
 
     def close(self) -> None:
         """Stop the node judges, disconnect (and stop the local cluster this backend started)."""
+        if not self._connected and not self._judges:
+            return
         import ray
 
         with self._lock:
