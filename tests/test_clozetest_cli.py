@@ -100,3 +100,36 @@ def test_missing_answers_stop_the_real_cli_before_any_generation(tmp_path: Path)
     assert "clozetest_predict_only" in run.log  # the message says how to run without answers
     assert events.read_text().split() == ["constructed"]  # built first, never asked to generate
     assert not list((tmp_path / "out").glob("**/results_*.json"))
+
+
+def test_code_eval_run_stops_on_missing_answers_before_the_model(tmp_path: Path) -> None:
+    """`code-eval run` builds the tasks with lm-eval's own task manager first: the answers error
+    is one line, exit status 2, and the model is never constructed; with predict-only set the
+    same command hands on to lm-eval's `run` and writes its results."""
+    real = SHARED_DATA / "codexglue_clozetest_maxmin"
+    require(real.is_dir(), f"real ClozeTest-maxmin inputs missing at {real}")
+    events = tmp_path / "events.txt"
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "CODE_EVAL_CACHE": str(tmp_path / "cache"),
+        "CODE_EVAL_TEST_MODEL_EVENTS": str(events),
+    }
+    metadata: dict[str, Any] = {"clozetest_data_dir": str(real)}
+    stopped = run_cli(
+        MODEL_SCRIPT, "clozetest_maxmin_ruby", tmp_path / "out", metadata=metadata,
+        env=env, check=False, checked_run=True,
+    )  # fmt: skip
+    assert stopped.returncode == 2, stopped.log[-3000:]
+    (line,) = [ln for ln in stopped.stderr.splitlines() if ln.startswith("code-eval run:")]
+    assert "the model was not loaded" in line
+    assert "no gold answers for ClozeTest-maxmin language(s) ruby" in line
+    assert "clozetest_predict_only" in line
+    assert not events.exists()  # never constructed
+    assert not list((tmp_path / "out").glob("**/results_*.json"))
+
+    ran = run_cli(
+        MODEL_SCRIPT, "clozetest_maxmin_ruby", tmp_path / "predict", "--limit", "2",
+        metadata={**metadata, "clozetest_predict_only": True}, env=env, checked_run=True,
+    )  # fmt: skip
+    assert events.read_text().split()[0] == "constructed"
+    assert math.isnan(ran.report["results"]["clozetest_maxmin_ruby"]["exact_match,letter"])

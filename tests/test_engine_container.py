@@ -128,8 +128,8 @@ def test_outer_layers_are_probed_inside_and_required(backend: ContainerBackend) 
     assert backend.host_refusal("required") == ""
 
     class WritableRoot(ContainerBackend):
-        def argv(self) -> list[str]:
-            return [a for a in super().argv() if a != "--read-only"]
+        def argv(self, name: str) -> list[str]:
+            return [a for a in super().argv(name) if a != "--read-only"]
 
     weak = WritableRoot()
     try:

@@ -14,7 +14,11 @@ import pytest
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
 from code_eval_taskpack.execution.backends import get_backend
-from code_eval_taskpack.execution.backends.raycluster import RayBackend, merge_node_runtimes
+from code_eval_taskpack.execution.backends.raycluster import (
+    ACTOR_CLASS,
+    RayBackend,
+    merge_node_runtimes,
+)
 from tests.conftest import require
 
 ADD = "a, b = map(int, input().split())\nprint(a + b{extra})\n"
@@ -49,7 +53,7 @@ def cluster() -> Iterator[RayBackend]:
 
 
 def _task_workers() -> list[int]:
-    """Pids of Ray workers running a judging task right now (Ray names them after the task)."""
+    """Pids of the Ray workers holding a node's judge (Ray names them after the actor)."""
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -59,7 +63,7 @@ def _task_workers() -> list[int]:
                 cmd = f.read()
         except OSError:
             continue
-        if cmd.startswith(b"ray::judge_chunk"):
+        if cmd.startswith(f"ray::{ACTOR_CLASS}".encode()):
             pids.append(int(entry))
     return pids
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -73,7 +74,10 @@ def test_checkout_is_reproducible_and_patches_restore_the_release(checkout: Path
 
 
 def test_gold_resolves_and_wrong_middles_fail_with_the_local_grader(
-    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    checkout: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     row = data.load_rows(bundled.ROWS)[0]
     assert row["instance_id"].endswith("dispatch_hook")
@@ -84,9 +88,13 @@ def test_gold_resolves_and_wrong_middles_fail_with_the_local_grader(
     assert gold["model_patch"] == row["patch"]
     assert wrong["patch_applied"] and not wrong["resolved"] and not wrong["error"]
     assert wrong["fail_to_pass_passed"] < wrong["fail_to_pass_total"]
-    # the oracle command on the bundled rows: gold resolves, the do-nothing control does not
+    # the oracle command on the bundled rows: gold resolves, the do-nothing control does not;
+    # `--repos-dir` relative to the working directory, as `make demo` passes it
     out = tmp_path / "oracle.jsonl"
-    argv = ["--bundled", "--control", "--repos-dir", str(checkout), "--limit", "1"]
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    relative = os.path.relpath(checkout, tmp_path / "work")
+    argv = ["--bundled", "--control", "--repos-dir", relative, "--limit", "1"]
     assert oracle.main([*argv, "--output", str(out)]) == 0
     err = capsys.readouterr().err
     assert "1/1 gold middles resolved" in err and "1/1 do-nothing middles rejected" in err

@@ -472,19 +472,3 @@ def test_score_cli_names_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFi
     bad.write_text(json.dumps({"src_uid": fx.SUM, "source_code": ""}) + "\n")
     assert xcodeeval_score.main([str(bad), "--data-dir", str(FIXTURES), "--sample-tests"]) == 2
     assert "bad.jsonl, row 1" in capsys.readouterr().err
-
-
-def test_old_score_module_still_runs_and_says_it_is_deprecated(tmp_path: Path) -> None:
-    """`python -m utils.xcodeeval_score` keeps working for one release, with a warning."""
-    import subprocess
-    import sys
-
-    from tests.conftest import ROOT
-
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"src_uid": fx.SUM, "source_code": ""}) + "\n")
-    cmd = [sys.executable, "-m", "utils.xcodeeval_score", str(bad), "--data-dir", str(FIXTURES)]
-    done = subprocess.run([*cmd, "--sample-tests"], capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 2, done.stderr  # the moved CLI ran and named the bad line
-    assert "DeprecationWarning" in done.stderr and "lm_eval_tasks.xcodeeval.score" in done.stderr
-    assert "bad.jsonl, row 1" in done.stderr

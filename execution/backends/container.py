@@ -16,11 +16,13 @@ INFRA_ERROR by the agent. Neither is cached.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import subprocess
 import tempfile
 import threading
+import uuid
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,7 +42,9 @@ AGENT_RESERVE_MB = 128
 
 
 class _Container:
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], docker: str, name: str) -> None:
+        #: the container's name: kept after it stops (no --rm) so its end can be inspected
+        self.docker, self.name = docker, name
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
@@ -77,7 +81,7 @@ class _Container:
             line = self._readline()
             answer = json.loads(line)
         except (OSError, ValueError) as exc:
-            self.kill()
+            self.stop()  # kept until the caller has read how it ended (oom_killed)
             raise SandboxError(f"judge container died: {exc}") from exc
         if not isinstance(answer, dict):
             self.kill()
@@ -87,10 +91,30 @@ class _Container:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def kill(self) -> None:
+    def oom_killed(self) -> bool:
+        """Whether the container's own OOM killer ended it (the runtime's record of a stopped
+        container; False when that cannot be read)."""
+        try:
+            proc = subprocess.run(
+                [self.docker, "inspect", "-f", "{{.State.OOMKilled}}", self.name],
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return proc.returncode == 0 and proc.stdout.strip() == "true"
+
+    def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+
+    def kill(self) -> None:
+        """Stop the container and remove it."""
+        self.stop()
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(
+                [self.docker, "rm", "-f", self.name], capture_output=True, timeout=60, check=False
+            )
 
 
 class ContainerBackend(Backend):
@@ -148,10 +172,10 @@ class ContainerBackend(Backend):
             return None
         return frozenset(c.strip() for c in label.split(",") if c.strip())
 
-    def argv(self) -> list[str]:
+    def argv(self, name: str) -> list[str]:
         profile = write_profile(Path(self._profile_dir.name) / "seccomp.json")
         return [
-            self.docker, "run", "-i", "--rm", "--runtime", self.runtime,
+            self.docker, "run", "-i", "--name", name, "--runtime", self.runtime,
             "--network", "none", "--cap-drop", "ALL", "--read-only",
             "--security-opt", "no-new-privileges",
             "--security-opt", f"seccomp={profile}",
@@ -175,9 +199,11 @@ class ContainerBackend(Backend):
                 c = self._idle.get_nowait()
                 if c.alive():
                     return c
+                c.kill()  # stopped while idle: removed (containers are not started with --rm)
         except queue.Empty:
             pass
-        c = _Container(self.argv())
+        name = f"code-eval-judge-{uuid.uuid4().hex[:16]}"
+        c = _Container(self.argv(name), self.docker, name)
         with self._lock:
             self._all.append(c)
         return c
@@ -231,7 +257,27 @@ class ContainerBackend(Backend):
                 detail=too_big,
                 isolation={"backend": self.name, **c.layers},
             )
-        answer = c.ask({"job": job_to_dict(job), "policy": policy})
+        try:
+            answer = c.ask({"job": job_to_dict(job), "policy": policy})
+        except SandboxError:
+            # the agent itself may be what the container's OOM killer chose
+            if not c.oom_killed():
+                raise
+            return Result(
+                verdict=Verdict.INFRA_ERROR,
+                runtime=runtime.info(),
+                id=job.id,
+                detail=(
+                    f"the container's memory ceiling ({self.memory_mb} MB) was reached while "
+                    f"judging (its OOM killer ended the judge; the job's limit is "
+                    f"{job.memory_limit_mb} MB): give the container more memory or judge the "
+                    "job elsewhere"
+                ),
+                isolation={"backend": self.name, **c.layers},
+            )
+        finally:
+            if not c.alive():
+                c.kill()  # removes the stopped container
         if c.alive():
             self._idle.put(c)
         if "result" not in answer:

@@ -14,7 +14,9 @@ Under `required`, every job checks its server's advertised policy and its result
 snapshot (`server_refusal`, `base.verdict_under_policy`), whatever front end asked.
 
 Cache keys and availability use the runtime as the servers report it (`/api/info`), so a server
-with another compiler version never shares cache entries with this host's. A server that is not
+with another compiler version never shares cache entries with this host's; a server that answers
+it cannot judge a runtime (its toolchain is missing there) is never sent a job of it, and a
+result lists the servers that could judge it (`isolation["eligible_servers"]`). A server that is not
 ours but speaks ExecEval's API (no `/api/info`) is used best-effort: its verdicts and its
 isolation are its own, results say so (`isolation["execeval_server"]`), and it never judges
 under `--isolation required`.
@@ -163,6 +165,8 @@ class RemoteBackend(Backend):
         self._lock = threading.Lock()
         self._turn = 0
         self._runtimes: dict[str, tuple[float, Runtime]] = {}
+        #: runtime name -> the servers that answered they cannot judge it, and why
+        self._unable: dict[str, dict[str, str]] = {}
 
     # -- the backend interface ---------------------------------------------------------------
 
@@ -282,7 +286,19 @@ class RemoteBackend(Backend):
             # complete answers are kept for the process; partial ones are asked again later
             ttl = math.inf if len(seen) == len(self.servers) else now + DEAD_FOR_S
             self._runtimes[base.name] = (ttl, rt)
+            self._unable[base.name] = {
+                url: str(i.get("reason") or "unavailable")
+                for url, i in seen.items()
+                if not i["available"]
+            }
         return rt
+
+    def eligible_servers(self, runtime_name: str) -> list[str]:
+        """The servers that may be sent jobs of the runtime: all but those that answered they
+        cannot judge it (a server without the toolchain never receives its jobs)."""
+        with self._lock:
+            unable = self._unable.get(runtime_name, {})
+        return [s.url for s in self.servers if s.url not in unable]
 
     def runtime_fingerprint(self, runtime: Runtime) -> str:
         return runtime.fingerprint()  # already the servers' (see resolve)
@@ -300,7 +316,9 @@ class RemoteBackend(Backend):
         tried: list[str] = []
         errors: list[str] = []
         failed: list[str] = []  # the servers that failed this job, and why
-        refused: set[str] = set()  # servers that may not judge under `policy`
+        eligible = self.eligible_servers(runtime.name)
+        # servers that may not judge under `policy`, or lack the job's toolchain
+        refused: set[str] = {s.url for s in self.servers} - set(eligible)
         busy = 0
         attempts = 0
         while attempts <= self.retries:
@@ -337,12 +355,14 @@ class RemoteBackend(Backend):
             with self._lock:
                 server.judged += 1
             self._note_failures(result, failed)
+            result.isolation["eligible_servers"] = eligible
             return result
         result = Result(
             verdict=Verdict.INFRA_ERROR,
             runtime=runtime.info(),
-            isolation={"backend": self.name, "judged_by": None},
-            detail="no judge server judged the job: " + "; ".join(errors[-8:]),
+            isolation={"backend": self.name, "judged_by": None, "eligible_servers": eligible},
+            detail="no judge server judged the job: "
+            + "; ".join(errors[-8:] or [f"no server may judge {runtime.name}"]),
         )
         self._note_failures(result, failed)
         return result

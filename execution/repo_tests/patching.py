@@ -101,7 +101,8 @@ def scratch_copy(source: Path, commit: str, dest: Path) -> None:
     """A fresh work tree of `source` at `commit` in `dest` (a shared clone: nothing is written
     to `source`, objects are read through git's alternates)."""
     res = _run(
-        [*GIT, "clone", "--quiet", "--shared", "--no-checkout", str(source), str(dest)],
+        # absolute: git runs in dest's parent, where a relative source names another folder
+        [*GIT, "clone", "--quiet", "--shared", "--no-checkout", str(source.absolute()), str(dest)],
         dest.parent,
         timeout=600,
     )

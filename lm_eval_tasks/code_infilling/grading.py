@@ -127,7 +127,7 @@ class LocalGrader:
             memory_mb=settings.test_memory_mb,
         )
         return LocalConfig(
-            repos_dir=Path(settings.repos_dir).expanduser(),
+            repos_dir=Path(settings.repos_dir).expanduser().absolute(),
             test_cmd=tuple(shlex.split(settings.test_cmd)),
             log_parser=settings.log_parser,
             limits=limits,

@@ -73,7 +73,7 @@ def bundled_kwargs(repos_dir: str | None) -> dict[str, Any]:
     from code_eval_taskpack.utils.download import cache_root
     from lm_eval_tasks.code_infilling import bundled
 
-    where = Path(repos_dir) if repos_dir else cache_root() / "infilling_bundled_repos"
+    where = Path(repos_dir).absolute() if repos_dir else cache_root() / "infilling_bundled_repos"
     checkout = bundled.build_checkout(where)
     print(f"bundled rows: {bundled.ROWS}\ncheckout: {checkout}", file=sys.stderr)
     return {"grader": "local", "repos_dir": str(where), "sg_infilling_data": str(bundled.ROWS)}

@@ -4,7 +4,7 @@
         [--only-execeval-passed] [--write-expected]
 
 The programs (gpt-3.5-turbo, direct prompting, 106 validation problems x 8 languages, from
-MapCoder's published results) are judged by the scoring path of `utils/xcodeeval_score.py` on the
+MapCoder's published results) are judged by the scoring path of `lm_eval_tasks/xcodeeval/score.py` on the
 problems' public SAMPLE tests (the hidden tests are not bundled): sample-test numbers, not
 comparable with the paper. The report gives per-language pass@1, the verdict distribution and the
 agreement table between ExecEval's hidden-test result (`execeval_hidden_tests_passed`) and our

@@ -1,0 +1,36 @@
+"""The package layers, checked on the source: `utils/` never imports from `lm_eval_tasks/`
+(the benchmarks use the shared helpers, never the other way round), at module or function level."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imported_modules(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import in `path`, wherever it stands in the file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+    return found
+
+
+def test_utils_never_imports_the_benchmarks() -> None:
+    upward = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in sorted((ROOT / "utils").rglob("*.py"))
+        for line, module in _imported_modules(path)
+        if module == "lm_eval_tasks" or module.startswith("lm_eval_tasks.")
+    ]
+    assert not upward, upward
+
+
+def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f():\n    from lm_eval_tasks.xcodeeval import score\n")
+    assert _imported_modules(sample) == [(2, "lm_eval_tasks.xcodeeval")]
