@@ -2,7 +2,7 @@
 
     lm_eval ... --tasks T --predict_only --log_samples --confirm_run_unsafe_code --output_path OUT
     code-eval judge OUT [--tasks T1,T2] [--output-path DIR] [--include-path DIR]
-        [--backend NAME ...]
+        [--metadata JSON] [--backend NAME ...]
 
 On the generating machine the pack's judging filters run nothing (`lm_eval_tasks.predict_only`);
 the logged samples keep every raw response. Here the very tasks are evaluated again by lm-eval
@@ -10,8 +10,12 @@ itself, with a model that answers each request with its logged responses: lm-eva
 documents from the task config it wrote (the recorded metadata, limit, seeds, gen_kwargs), runs
 the tasks' own filters (the engine batch), `process_results`, aggregations, groups and stderr, so
 the files are those an in-harness run writes. The rebuilt documents must be the logged ones (all
-fields but the per-process judging keys `_protocol` and `_exec`), and so must the targets; the
-samples keep the logged prompts and responses (what the model saw and said).
+fields but the per-process judging keys `_protocol`, `_exec` and `grading`), and so must the
+targets, the prompts and the responses.
+
+Every logged row is judged (`predict_only.judging_logged`): a row this machine cannot judge (its
+runtime is missing, a grader's infrastructure fails) is written with INFRA_ERROR verdicts (an
+infilling outcome with its `error`), counted in a warning naming the task, never left out.
 
 Output: `DIR/<stamp of the generation run>/<model>/results_*.json` and `samples_*.jsonl`
 (default DIR: `OUT/judged`), published whole (written beside as `.partial-`, then renamed over a
@@ -40,9 +44,10 @@ from typing import Any
 from code_eval_taskpack.execution.cli import add_backend_options, backend_options
 from code_eval_taskpack.utils import datafiles
 from code_eval_taskpack.utils.errors import DataError
+from code_eval_taskpack.utils.metrics import INFRA_ERROR
 from lm_eval_tasks import PATH as TASKS_PATH
 from lm_eval_tasks import protocol
-from lm_eval_tasks.predict_only import BYPASS
+from lm_eval_tasks.predict_only import BYPASS, judging_logged
 from lm_eval_tasks.xcodeeval import settings as xs
 
 PROG = "code-eval judge"
@@ -65,8 +70,9 @@ TIMING = ("date", "start_time", "end_time", "total_evaluation_time_seconds", "ta
 #: metadata keys the task YAML files own (the rest came from --metadata and model_args)
 YAML_METADATA = ("version", protocol.PROTOCOL_KEY, "config_source", *protocol.INTERNAL)
 #: document fields that differ between processes by design: the key of the protocol record
-#: (a fresh uuid per process) and the judging settings (backend, cache: chosen where it judges)
-PER_PROCESS_DOC_FIELDS = ("_protocol", "_exec")
+#: (a fresh uuid per process) and the judging settings (xCodeEval's backend and cache, the
+#: infilling grader's: chosen where it judges)
+PER_PROCESS_DOC_FIELDS = ("_protocol", "_exec", "grading")
 #: fields every logged sample must carry for judging
 SAMPLE_FIELDS = ("doc_id", "doc", "target", "arguments", "resps")
 _STAMPED = re.compile(r"^results_(?P<stamp>.+)\.json$")
@@ -207,9 +213,12 @@ def requested(run: PredictOnlyRun) -> list[str]:
     return [p for top in tops for p in pick(top)]
 
 
-def user_metadata(run: PredictOnlyRun, overrides: Mapping[str, str]) -> dict[str, Any]:
+def user_metadata(
+    run: PredictOnlyRun, overrides: Mapping[str, str], extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The --metadata (and model_args) of the generation run, read back from the task configs
-    lm-eval wrote; `overrides` (the judge's backend settings) replace its backend settings."""
+    lm-eval wrote; `overrides` (the judge's backend settings) replace its backend settings,
+    `extra` (the judge's --metadata: the infilling grader's checkouts...) any key."""
     merged: dict[str, Any] = {}
     for task in run.tasks:
         meta = run.data["configs"][task].get("metadata") or {}
@@ -231,7 +240,21 @@ def user_metadata(run: PredictOnlyRun, overrides: Mapping[str, str]) -> dict[str
         for setting in (xs.EXEC_BACKEND, *(s for s, _, _ in xs.BACKEND_OPTION_SETTINGS)):
             merged.pop(setting.key, None)
         merged.update(overrides)
+    merged.update(extra or {})
     return merged
+
+
+def judge_metadata(text: str | None) -> dict[str, Any]:
+    """`--metadata`: a JSON object of task settings for this machine (ValueError otherwise)."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"--metadata: not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ValueError("--metadata: expected a JSON object")
+    return value
 
 
 def backend_settings(args: argparse.Namespace) -> dict[str, str]:
@@ -304,20 +327,21 @@ def _evaluate(
     config = run.data.get("config") or {}
     replay = _Replay(run)
     manager = TaskManager(include_path=str(include_path), metadata=dict(metadata))
-    out = lm_eval.simple_evaluate(
-        model=_replay_model(replay),
-        tasks=requested(run),
-        task_manager=manager,
-        limit=config.get("limit"),
-        bootstrap_iters=config.get("bootstrap_iters", 100000),
-        gen_kwargs=config.get("gen_kwargs") or None,
-        random_seed=config.get("random_seed"),
-        numpy_random_seed=config.get("numpy_seed"),
-        torch_random_seed=config.get("torch_seed"),
-        fewshot_random_seed=config.get("fewshot_seed"),
-        log_samples=True,
-        confirm_run_unsafe_code=True,
-    )
+    with judging_logged():
+        out = lm_eval.simple_evaluate(
+            model=_replay_model(replay),
+            tasks=requested(run),
+            task_manager=manager,
+            limit=config.get("limit"),
+            bootstrap_iters=config.get("bootstrap_iters", 100000),
+            gen_kwargs=config.get("gen_kwargs") or None,
+            random_seed=config.get("random_seed"),
+            numpy_random_seed=config.get("numpy_seed"),
+            torch_random_seed=config.get("torch_seed"),
+            fewshot_random_seed=config.get("fewshot_seed"),
+            log_samples=True,
+            confirm_run_unsafe_code=True,
+        )
     if out is None:
         raise RuntimeError("lm-eval returned no results")
     return dict(out)
@@ -325,7 +349,7 @@ def _evaluate(
 
 def _same_documents(run: PredictOnlyRun, judged: Mapping[str, list[dict[str, Any]]]) -> None:
     """The judged samples are the logged ones: same documents (but the per-process keys), same
-    targets; they keep the logged prompts and responses."""
+    targets, prompts and responses."""
     for task in run.tasks:
         path = run.sample_files[task]
         logged = {r["doc_id"]: r for r in run.samples[task]}
@@ -354,9 +378,28 @@ def _same_documents(run: PredictOnlyRun, judged: Mapping[str, list[dict[str, Any
                 raise DataError(
                     path, "differs from the rebuilt document's", row=line, field="target"
                 )
-            for name in ("arguments", "resps", "prompt_hash"):
-                if name in old:
-                    row[name] = old[name]
+            rebuilt = {
+                "arguments": _logged_arguments(row["arguments"]),
+                "resps": row["resps"],
+                "prompt_hash": row.get("prompt_hash"),
+            }
+            for name, value in rebuilt.items():
+                if name in old and _plain(value) != _plain(old[name]):
+                    raise DataError(
+                        path,
+                        "differs from what the rebuilt task asks or the replay answered: judge "
+                        "with the data and settings of the generation run",
+                        row=line,
+                        field=name,
+                    )
+
+
+def _logged_arguments(arguments: Sequence[Sequence[Any]]) -> dict[str, dict[str, Any]]:
+    """A sample's request arguments as a samples file holds them (`gen_args_i.arg_j`)."""
+    return {
+        f"gen_args_{i}": {f"arg_{j}": value for j, value in enumerate(args)}
+        for i, args in enumerate(arguments)
+    }
 
 
 def _plain(value: Any) -> Any:
@@ -364,6 +407,54 @@ def _plain(value: Any) -> Any:
     from lm_eval.utils import handle_non_serializable
 
     return json.loads(json.dumps(value, default=handle_non_serializable, ensure_ascii=False))
+
+
+@dataclass
+class Unjudged:
+    """Programs of one task this machine could not judge (INFRA_ERROR, or an infilling grading
+    error): they stay in the task's denominator and are named in a warning."""
+
+    task: str
+    failed: int
+    total: int
+    reasons: Counter[str] = field(default_factory=Counter)
+
+    def message(self) -> str:
+        why = "; ".join(f"{n} x {reason}" for reason, n in self.reasons.most_common(3))
+        return (
+            f"{self.task}: {self.failed} of {self.total} programs could not be judged here "
+            f"(INFRA_ERROR), counted as unjudged, not left out ({why})"
+        )
+
+
+def _records(filtered: Any) -> list[dict[str, Any]]:
+    """The judging records in one sample's filtered responses (JSON texts, maybe nested)."""
+    if isinstance(filtered, list | tuple):
+        return [r for item in filtered for r in _records(item)]
+    if isinstance(filtered, str):
+        try:
+            value = json.loads(filtered)
+        except ValueError:
+            return []
+        return [value] if isinstance(value, dict) else []
+    return [filtered] if isinstance(filtered, dict) else []
+
+
+def unjudged(samples: Mapping[str, list[dict[str, Any]]]) -> list[Unjudged]:
+    """Per task, the programs whose verdict is the machine's failure, not the program's."""
+    found = []
+    for task, rows in samples.items():
+        records = [r for row in rows for r in _records(row.get("filtered_resps"))]
+        count = Unjudged(task, 0, len(records))
+        for r in records:
+            if r.get("verdict") == INFRA_ERROR:
+                count.reasons[str(r.get("detail") or "engine failure")[:120]] += 1
+            elif "resolved" in r and r.get("error"):
+                count.reasons[str(r["error"])[:120]] += 1
+        count.failed = sum(count.reasons.values())
+        if count.failed:
+            found.append(count)
+    return found
 
 
 # --------------------------------------------------------------------------- writing
@@ -426,6 +517,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=TASKS_PATH,
         help="the --include_path of the lm_eval run (default: the pack's tasks)",
     )
+    p.add_argument(
+        "--metadata",
+        default=None,
+        help="JSON object of task settings for this machine, over the generation run's "
+        '(e.g. \'{"sg_infilling_grader": "local", "sg_infilling_repos_dir": "DIR"}\')',
+    )
     add_backend_options(p)
     return p.parse_args(argv)
 
@@ -436,12 +533,15 @@ def judge_output(args: argparse.Namespace) -> list[Path]:
     output = Path(args.output_path or (out if out.is_dir() else out.parent) / DEFAULT_OUTPUT)
     wanted = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     overrides = backend_settings(args)
+    extra = judge_metadata(args.metadata)
     # every input is read and checked before anything is judged
     runs = [read_run(f, wanted) for f in find_runs(out, output)]
     written = []
     for run in runs:
-        judged = _evaluate(run, user_metadata(run, overrides), args.include_path)
+        judged = _evaluate(run, user_metadata(run, overrides, extra), args.include_path)
         _same_documents(run, judged["samples"])
+        for problem in unjudged(judged["samples"]):
+            log.warning("%s", problem.message())
         written.append(_write(run, judged, output.resolve()))
         log.info("%s: judged %s -> %s", PROG, run.results_file, written[-1])
     return written

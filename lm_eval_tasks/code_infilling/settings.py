@@ -146,6 +146,13 @@ GRADING_SETTINGS = (
         default_doc="a temporary folder",
     ),
     _grading(
+        "sg_infilling_cache",
+        "text",
+        "default",
+        "outcome cache: a folder, `none`, or `default` (`<cache root>/repo_tests`); a rerun "
+        "grades only what is not cached; grading errors are never cached",
+    ),
+    _grading(
         "sg_infilling_model_name",
         "text",
         "code-infilling",
