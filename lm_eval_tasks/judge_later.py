@@ -75,6 +75,8 @@ YAML_METADATA = ("version", protocol.PROTOCOL_KEY, "config_source", *protocol.IN
 PER_PROCESS_DOC_FIELDS = ("_protocol", "_exec", "grading")
 #: fields every logged sample must carry for judging
 SAMPLE_FIELDS = ("doc_id", "doc", "target", "arguments", "resps")
+#: the infilling graders' outcome cache setting (off in-harness unless set; on here)
+INFILLING_CACHE = "sg_infilling_cache"
 _STAMPED = re.compile(r"^results_(?P<stamp>.+)\.json$")
 
 log = logging.getLogger("code_eval.judge")
@@ -241,6 +243,8 @@ def user_metadata(
             merged.pop(setting.key, None)
         merged.update(overrides)
     merged.update(extra or {})
+    # resumable by default: infilling outcomes cached like xCodeEval's verdicts
+    merged.setdefault(INFILLING_CACHE, "default")
     return merged
 
 

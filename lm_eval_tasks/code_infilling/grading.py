@@ -51,8 +51,8 @@ class GradingSettings(Frozen):
     swebench_timeout_s: int = 1800
     swebench_work_dir: str = ""
     model_name: str = "code-infilling"
-    # both: the outcome cache ("default": <cache root>/repo_tests; "none": no cache; else a dir)
-    cache: str = "default"
+    # both: the outcome cache ("none": no cache, "default": <cache root>/repo_tests, else a dir)
+    cache: str = "none"
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any]) -> GradingSettings:

@@ -148,9 +148,10 @@ GRADING_SETTINGS = (
     _grading(
         "sg_infilling_cache",
         "text",
-        "default",
-        "outcome cache: a folder, `none`, or `default` (`<cache root>/repo_tests`); a rerun "
-        "grades only what is not cached; grading errors are never cached",
+        "none",
+        "outcome cache: a folder, `default` (`<cache root>/repo_tests`, what `code-eval judge` "
+        "uses unless told) or `none`; a rerun grades only what is not cached; grading errors "
+        "are never cached",
     ),
     _grading(
         "sg_infilling_model_name",
