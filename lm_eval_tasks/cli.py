@@ -45,6 +45,11 @@ COMMANDS: tuple[Command, ...] = (
         "judge xCodeEval programs generated elsewhere (JSONL) and print pass@k",
     ),
     Command(
+        ("judge",),
+        "lm_eval_tasks.judge_later:main",
+        "judge the execution-scored tasks of an lm_eval --predict_only run (OUT)",
+    ),
+    Command(
         ("oracle", "infilling"),
         "lm_eval_tasks.code_infilling.oracle:main",
         "check that every gold middle of the infilling rows resolves",

@@ -146,10 +146,13 @@ def judge_programs(
     ]
     counts = Counter(r["verdict"] for r in records)
     summary = ", ".join(f"{v} {n}" for v, n in counts.most_common())
+    served = sum(bool(r.cached) for r in results)
     log.info(
-        "%s: judged %d programs (%s comparator%s): %s",
+        "%s: judged %d programs (%d executed, %d from the verdict cache; %s comparator%s): %s",
         label,
         len(records),
+        len(records) - served,
+        served,
         comparator,
         f", {limits_note}" if limits_note else "",
         summary,

@@ -22,6 +22,7 @@ from code_eval_taskpack.utils.settings import as_bool, parse_settings
 from lm_eval_tasks.code_infilling import data, fim
 from lm_eval_tasks.code_infilling import settings as ss
 from lm_eval_tasks.code_infilling.grading import GradingSettings, preflight
+from lm_eval_tasks.predict_only import predicting
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +105,9 @@ def build_docs(**kwargs: Any) -> list[dict[str, Any]]:
     fmt = format_from(kwargs)
     execute = as_bool(kwargs.get("sg_infilling_exec", False), "sg_infilling_exec")
     grading = GradingSettings.from_kwargs(kwargs) if execute else None
-    if grading is not None:
-        preflight(rows, grading)  # before any generation: fail fast and say why
+    if grading is not None and not predicting():
+        # before any generation: fail fast and say why (a --predict_only run grades elsewhere)
+        preflight(rows, grading)
     budget = budget_from(kwargs)
     fmt_json = json.dumps(fmt.to_dict(), ensure_ascii=False)
     for row in rows:

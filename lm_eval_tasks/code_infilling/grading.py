@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import shlex
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from code_eval_taskpack.execution.repo_tests import RepoTestJob, RepoTestOutcome
+from code_eval_taskpack.execution.repo_tests.outcome_cache import OutcomeCache
 from code_eval_taskpack.utils.settings import Frozen, lookup, parse_settings, regroup
 from lm_eval_tasks.code_infilling.settings import GRADING_SETTINGS
 from lm_eval_tasks.code_infilling.stitch import model_patch, stitched_file
@@ -49,6 +51,8 @@ class GradingSettings(Frozen):
     swebench_timeout_s: int = 1800
     swebench_work_dir: str = ""
     model_name: str = "code-infilling"
+    # both: the outcome cache ("none": no cache, "default": <cache root>/repo_tests, else a dir)
+    cache: str = "none"
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any]) -> GradingSettings:
@@ -111,6 +115,10 @@ class Grader(Protocol):
         """One outcome per job, in order."""
         ...
 
+    def identity(self, settings: GradingSettings) -> dict[str, Any]:
+        """Everything of this grader that decides an outcome besides the job (the cache key)."""
+        ...
+
 
 class LocalGrader:
     """Runs each repository's test command in the engine's sandbox on this host."""
@@ -150,6 +158,16 @@ class LocalGrader:
 
         return local.grade_many(jobs, self.config(settings))
 
+    def identity(self, settings: GradingSettings) -> dict[str, Any]:
+        config = self.config(settings)
+        return {
+            "grader": self.name,
+            "test_cmd": list(config.test_cmd),
+            "executable": _executable(config.test_cmd[0]) if config.test_cmd else "",
+            "log_parser": config.log_parser,
+            "limits": repr(config.limits),
+        }
+
 
 class SwebenchGrader:
     """Delegates to the SWE-bench harness (its Docker images)."""
@@ -182,6 +200,38 @@ class SwebenchGrader:
         from code_eval_taskpack.execution.repo_tests import swebench_backend
 
         return swebench_backend.grade_many(jobs, self.config(settings))
+
+    def identity(self, settings: GradingSettings) -> dict[str, Any]:
+        from code_eval_taskpack.execution.repo_tests import swebench_backend
+
+        config = self.config(settings)
+        return {
+            "grader": self.name,
+            "harness": swebench_backend.PINNED_VERSION,
+            "namespace": config.namespace,
+            "timeout_s": config.timeout_s,
+        }
+
+
+def _executable(name: str) -> str:
+    """The program a test command runs, resolved, with its size and time (an upgrade of the
+    interpreter is another grader)."""
+    found = shutil.which(name)
+    if found is None:
+        return name
+    real = Path(found).resolve()
+    stat = real.stat()
+    return f"{real}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def outcome_cache(settings: GradingSettings) -> OutcomeCache | None:
+    """The cache `settings.cache` names, or None when caching is off."""
+    from code_eval_taskpack.execution.cache import cache_root
+
+    where = settings.cache.strip()
+    if where.lower() in {"", "none", "off"}:
+        return None
+    return OutcomeCache(cache_root() / "repo_tests" if where == "default" else where)
 
 
 #: graders by the name `sg_infilling_grader` takes; a new grader is one more entry
@@ -216,10 +266,35 @@ def grade(docs: Sequence[Mapping[str, Any]], middles: Sequence[str]) -> list[dic
     records: list[dict[str, Any]] = [{} for _ in docs]
     for settings, members in regroup(docs, "grading", GradingSettings.thaw):
         jobs = [job_for(docs[i], middles[i]) for i in members]
-        log.info("grading %d infilling rows with the %s grader", len(jobs), settings.grader)
-        graded = grader_for(settings).grade_many(jobs, settings)
+        graded = _grade_cached(jobs, settings)
         for i, outcome, job in zip(members, graded, jobs, strict=True):
             if outcome.error:
                 log.warning("grading error for %s: %s", outcome.id, outcome.error)
             records[i] = {**outcome.to_dict(), "middle": middles[i], "model_patch": job.patch}
     return records
+
+
+def _grade_cached(jobs: Sequence[RepoTestJob], settings: GradingSettings) -> list[RepoTestOutcome]:
+    """Outcomes of `jobs` in order: cached ones read back, the others graded (and stored
+    unless they are grading errors)."""
+    grader = grader_for(settings)
+    cache = outcome_cache(settings)
+    identity = grader.identity(settings) if cache is not None else {}
+    found: list[RepoTestOutcome | None] = [
+        cache.get(job, identity) if cache is not None else None for job in jobs
+    ]
+    todo = [i for i, outcome in enumerate(found) if outcome is None]
+    log.info(
+        "grading %d infilling rows with the %s grader (%d graded, %d from the result cache)",
+        len(jobs),
+        settings.grader,
+        len(todo),
+        len(jobs) - len(todo),
+    )
+    if todo:
+        graded = grader.grade_many([jobs[i] for i in todo], settings)
+        for i, outcome in zip(todo, graded, strict=True):
+            found[i] = outcome
+            if cache is not None:
+                cache.put(jobs[i], identity, outcome)
+    return [outcome for outcome in found if outcome is not None]

@@ -146,6 +146,14 @@ GRADING_SETTINGS = (
         default_doc="a temporary folder",
     ),
     _grading(
+        "sg_infilling_cache",
+        "text",
+        "none",
+        "outcome cache: a folder, `default` (`<cache root>/repo_tests`, what `code-eval judge` "
+        "uses unless told) or `none`; a rerun grades only what is not cached; grading errors "
+        "are never cached",
+    ),
+    _grading(
         "sg_infilling_model_name",
         "text",
         "code-infilling",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import json
 import math
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from code_eval_taskpack.utils.metrics import edit_similarity, exact_match
 from lm_eval_tasks import protocol
 from lm_eval_tasks.code_infilling import documents, fim, grading
+from lm_eval_tasks.predict_only import calling_task, generation_only
 
 
 def load(**kwargs: Any) -> dict[str, Any]:
@@ -51,19 +51,17 @@ def _send_stops_to_generation(stops: list[str]) -> None:
     the `ConfigurableTask` whose `custom_dataset` is this function. Not finding it is an error,
     never a run whose model ignores the format's stops.
     """
-    from lm_eval.api.task import ConfigurableTask
-
-    frame = inspect.currentframe()
-    while frame is not None:
-        task = frame.f_locals.get("self")
-        hook = getattr(getattr(task, "config", None), "custom_dataset", None)
-        if isinstance(task, ConfigurableTask) and getattr(hook, "__code__", None) is load.__code__:
-            gen_kwargs = task.config.generation_kwargs
-            if not isinstance(gen_kwargs, dict):
-                gen_kwargs = task.config.generation_kwargs = {}
-            gen_kwargs["until"] = stops
-            return
-        frame = frame.f_back
+    task = calling_task(
+        lambda t: (
+            getattr(getattr(t.config, "custom_dataset", None), "__code__", None) is load.__code__
+        )
+    )
+    if task is not None:
+        gen_kwargs = task.config.generation_kwargs
+        if not isinstance(gen_kwargs, dict):
+            gen_kwargs = task.config.generation_kwargs = {}
+        gen_kwargs["until"] = stops
+        return
     raise RuntimeError(
         "sg_infilling_custom: the lm-eval task building this dataset was not found, so the "
         "format's stop strings cannot be sent to the model (unsupported lm-eval version?)"
@@ -94,8 +92,11 @@ def grade_middles(resps: list[Any], docs: list[dict[str, Any]]) -> list[str]:
 
     Each document's outcome (patch applied, tests run, per-test status, resolved, the middle and
     the model patch) becomes its filtered response as a JSON string, so logged samples carry it
-    in a form `json.loads` reads back.
+    in a form `json.loads` reads back. A `--predict_only` run grades nothing: it keeps the
+    middles, for `code-eval judge` to grade elsewhere (`lm_eval_tasks.predict_only`).
     """
+    if generation_only():
+        return extract_middles(resps, docs)
     return [json.dumps(o) for o in grading.grade(docs, extract_middles(resps, docs))]
 
 

@@ -29,6 +29,7 @@ from code_eval_taskpack.execution.languages import CLUSTERS, resolve
 from code_eval_taskpack.utils import datafiles, download, languages
 from code_eval_taskpack.utils.errors import DataError
 from code_eval_taskpack.utils.settings import parse_settings
+from lm_eval_tasks.predict_only import keep_every_row
 from lm_eval_tasks.xcodeeval import settings as xs
 
 log = logging.getLogger("xcodeeval")
@@ -496,6 +497,17 @@ def runtime_unavailable(name: str) -> str:
     return runtime.reason or "toolchain unavailable"
 
 
+def runtime_known(name: str) -> bool:
+    """Whether the engine's registry knows the runtime `name` (installed here or not)."""
+    from code_eval_taskpack.execution.languages import UnknownLanguageError
+
+    try:
+        resolve(name)
+    except UnknownLanguageError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class ExecRow:
     """A row of an execution task joined with its problem (which has tests to judge it)."""
@@ -635,7 +647,9 @@ def joined_exec_rows(
     With `judged_in_own_runtime` (APR: a fix runs in the buggy program's `lang`), rows whose
     runtime is unavailable on this machine (e.g. Python 2 on Debian 12) are counted per runtime
     in the report and not scored: judging them could only yield engine failures, which would
-    turn the whole task's pass@k into NaN.
+    turn the whole task's pass@k into NaN. A `--predict_only` run keeps them (the judging
+    machine decides) and so does `code-eval judge`, where they become counted INFRA_ERRORs
+    (`lm_eval_tasks.predict_only.keep_every_row`).
     """
     report = JoinReport(needed_by, split, tests=source.tests_kind)
     problems = load_problems(source, needed_by)
@@ -648,6 +662,9 @@ def joined_exec_rows(
         if judged_in_own_runtime:
             lang = row["lang"]
             reason = runtime_unavailable(lang)  # cheap: the registry and runtimes cache
+            if reason and keep_every_row() and runtime_known(lang):
+                # generated here, judged elsewhere (or judged as generated): never dropped
+                reason = ""
             if reason:
                 report.total += 1
                 report.count_unavailable(lang, reason)

@@ -29,6 +29,7 @@ from code_eval_taskpack.utils.metrics import (
 )
 from code_eval_taskpack.utils.settings import regroup
 from lm_eval_tasks import protocol
+from lm_eval_tasks.predict_only import generation_only
 from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval.judging import ExecSettings, judge
 from lm_eval_tasks.xcodeeval.metrics import ks_for
@@ -52,10 +53,17 @@ def doc_tests(doc: dict[str, Any], unittests: xd.UnitTests | None) -> list[dict[
 
 
 def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]]) -> list[list[str]]:
-    """Extract code from every response and judge all of them in one engine batch."""
+    """Extract code from every response and judge all of them in one engine batch. A
+    `--predict_only` run judges nothing: it keeps the extracted code, for `code-eval judge`
+    to judge elsewhere (`lm_eval_tasks.predict_only`)."""
     docs = list(docs)
     if not docs:
         return []
+    if generation_only():
+        return [
+            [extract_code(str(c), doc["lang_cluster"]) for c in candidates]
+            for doc, candidates in zip(docs, resps, strict=True)
+        ]
     tasks = {d["_task"] for d in docs}
     groups = regroup(docs, "_exec", ExecSettings.thaw)
     sources = {d["_data"] for d in docs}
