@@ -35,7 +35,9 @@ def reference_jobs() -> dict[str, Job]:
     out = {}
     for lang in LANGS:
         out[f"hello-{lang}"] = _job(lang, HELLO[lang], [("", "Hello, World!")])
-        out[f"lucky-{lang}"] = _job(lang, LUCKY[lang], [("2\n", "6"), ("55\n", "72057594037927934")])
+        out[f"lucky-{lang}"] = _job(
+            lang, LUCKY[lang], [("2\n", "6"), ("55\n", "72057594037927934")]
+        )
         out[f"wrong-{lang}"] = _job(lang, wrong(lang), [("2\n", "6")])
     return out
 

@@ -185,9 +185,7 @@ def _python() -> str:
 
 
 def _battery(tree: Path, *flags: str) -> dict[str, Any]:
-    proc = _as_user(
-        _python(), "-m", "tests.podman_battery", *flags, pythonpath=str(tree), cwd=tree
-    )
+    proc = _as_user(_python(), "-m", "tests.podman_battery", *flags, pythonpath=str(tree), cwd=tree)
     assert proc.returncode == 0, proc.stderr[-1500:]
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
@@ -201,9 +199,7 @@ def test_rootless_user_namespaces_work() -> None:
     assert sum(sizes) >= 65537, proc.stdout  # the user's own uid plus its 65536 subordinate ones
 
 
-def test_rootless_refused_without_ceilings(
-    rootless_info: dict[str, Any], user_tree: Path
-) -> None:
+def test_rootless_refused_without_ceilings(rootless_info: dict[str, Any], user_tree: Path) -> None:
     """Where rootless podman cannot enforce the memory and pids ceilings, the backend refuses
     before starting anything; with that check skipped, the agent's probe inside still refuses
     under "required" (both say why, neither judges)."""
