@@ -2,7 +2,8 @@
 # Copy the judge image (IMAGE, default code-eval-judge:latest, built by build-image.sh into
 # Docker's store) into root's podman storage and into USER's rootless storage: `docker save`
 # piped to `podman load`, so no registry is involved and the image ID stays the same. Skipped
-# for a store that already holds that ID. Needs root and a Docker daemon (with-dockerd.sh).
+# for a store that already holds that ID; an older build left untagged is removed. Needs root
+# and a Docker daemon (with-dockerd.sh).
 set -euo pipefail
 USER_NAME=${1:?usage: $0 USER [IMAGE]}
 IMAGE=${2:-code-eval-judge:latest}
@@ -17,6 +18,7 @@ load() {  # load [runuser -u USER --]: into that podman's storage unless it hold
     fi
     "$DOCKER" save "$IMAGE" | "$@" sh -c 'cd && podman load -q' >/dev/null
     "$@" sh -c 'cd && podman image exists "$0"' "$id"
+    "$@" sh -c 'cd && podman image prune -f' >/dev/null  # an older build, now untagged
     echo "podman-image: ${*:-root}: loaded $IMAGE ($id)"
 }
 load
