@@ -65,6 +65,9 @@ def _hardening(frontend: str) -> list[str]:
     return [
         "--security-opt", "unmask=ALL",  # the same for podman
         "--pull", "never",  # the image is local; a registry is never asked
+        # the agent reads its ceilings at /sys/fs/cgroup: its own cgroup, whatever
+        # containers.conf says
+        "--cgroupns", "private",
         "--log-driver", "none",  # the agent's answers are not copied to a log file
         *_podman_ulimits(),
     ]  # fmt: skip
@@ -222,7 +225,8 @@ class ContainerBackend(Backend):
         self.frontend, self.image, self.runtime = frontend, image, runtime
         #: the front-end's binary (`docker` or `podman`)
         self.docker = docker or FRONTENDS[frontend]
-        self._refusal_checked = False
+        #: why the front-end cannot enforce the ceilings ("" when it can; None: not asked yet)
+        self._frontend_refusal: str | None = None
         self.memory_mb, self.pids, self.work_mb = int(memory_mb), int(pids), int(work_mb)
         self._idle: queue.SimpleQueue[_Container] = queue.SimpleQueue()
         self._all: list[_Container] = []
@@ -233,8 +237,16 @@ class ContainerBackend(Backend):
     def check_frontend(self) -> None:
         """SandboxError when the front-end cannot enforce every ceiling this backend sets
         (rootless podman without delegated cgroup controllers): refused, never run weaker."""
-        if self.frontend != "podman" or self._refusal_checked:
+        if self.frontend != "podman":
             return
+        if self._frontend_refusal is None:
+            self._frontend_refusal = self._ask_podman()
+        if self._frontend_refusal:
+            raise SandboxError(self._frontend_refusal)
+
+    def _ask_podman(self) -> str:
+        """`podman_refusal` of this podman's `podman info` (asked once: a refusal stands for the
+        backend's life; an unreadable answer is SandboxError and is asked again)."""
         try:
             proc = subprocess.run(
                 [self.docker, "info", "--format", "json"],
@@ -248,10 +260,7 @@ class ContainerBackend(Backend):
             info = json.loads(proc.stdout)
         except ValueError as exc:
             raise SandboxError(f"podman info answered {proc.stdout[:200]!r}") from exc
-        refusal = podman_refusal(info if isinstance(info, dict) else {})
-        if refusal:
-            raise SandboxError(refusal)
-        self._refusal_checked = True
+        return podman_refusal(info if isinstance(info, dict) else {})
 
     def image_id(self) -> str:
         """The image's content ID, `sha256:...` from either front-end (recorded in every
