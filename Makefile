@@ -12,7 +12,8 @@ STAMP := .cache/install.stamp
 TOOLCHAINS_STAMP := .cache/toolchains.stamp
 MYPY_ROOT := .cache/mypy-root
 
-.PHONY: install toolchains test lint pytest demo bench clean tasks-path container-tools image
+.PHONY: install toolchains test lint pytest demo bench clean tasks-path container-tools image \
+	podman-tools podman-user podman-image
 
 install: $(STAMP)
 
@@ -51,7 +52,8 @@ CI_IMAGE_LANGS ?= C,Python
 
 test: install
 	@if [ "$${REQUIRE_TOOLCHAINS:-0}" != 0 ]; then $(MAKE) toolchains container-tools && \
-		LANGS="$(CI_IMAGE_LANGS)" container/with-dockerd.sh container/build-image.sh; fi
+		LANGS="$(CI_IMAGE_LANGS)" container/with-dockerd.sh container/build-image.sh && \
+		$(MAKE) podman-image; fi
 	$(MAKE) lint
 	@if [ "$${REQUIRE_TOOLCHAINS:-0}" != 0 ]; then container/with-dockerd.sh $(PYTHON) -m pytest -q; \
 		else $(PYTHON) -m pytest -q; fi
@@ -65,6 +67,20 @@ container-tools:
 
 image: container-tools
 	LANGS="$(LANGS)" $(SUDO) container/with-dockerd.sh container/build-image.sh
+
+# Podman, the daemonless front-end for users without root (execution/README.md, "Podman"):
+# a non-root user with subordinate uid/gid ranges (created once), and the judge image copied
+# from Docker's store into root's and that user's podman storage (no registry involved).
+PODMAN_USER ?= code-eval-rootless
+podman-tools:
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+		podman uidmap slirp4netns fuse-overlayfs catatonit
+
+podman-user: podman-tools
+	$(SUDO) container/podman-user.sh $(PODMAN_USER)
+
+podman-image: podman-user
+	$(SUDO) container/with-dockerd.sh container/podman-image.sh $(PODMAN_USER)
 
 tasks-path:
 	@$(PYTHON) -m lm_eval_tasks.cli tasks-path

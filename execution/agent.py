@@ -9,6 +9,7 @@ limit) is answered INFRA_ERROR, whatever the program's tests said.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -170,6 +171,9 @@ def container_layers() -> dict[str, bool]:
 
 
 def main() -> int:
+    # the work area is the agent's alone (podman's chowned tmpfs comes up 0755)
+    with contextlib.suppress(OSError):
+        os.chmod(os.getcwd(), 0o700)
     greeting = {"ready": True, "layers": container_layers(), "memory_mb": memory_ceiling_mb()}
     print(json.dumps(greeting), flush=True)
     for line in sys.stdin:

@@ -64,8 +64,16 @@ BACKEND_OPTIONS: tuple[BackendOption, ...] = (
         "--container-runtime",
         "runtime",
         ("container",),
-        "runc|runsc",
-        "OCI runtime of the judge containers (runsc: gVisor, when installed)",
+        "runc|runsc|crun",
+        "OCI runtime of the judge containers (docker: runc or runsc, gVisor; podman: runc, crun)",
+    ),
+    BackendOption(
+        "--container-frontend",
+        "frontend",
+        ("container",),
+        "docker|podman",
+        "what starts the judge containers: docker (default; a daemon) or podman (daemonless, "
+        "rootless for users without root)",
     ),
     BackendOption(
         "--ray-address",

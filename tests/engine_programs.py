@@ -13,7 +13,6 @@ from collections.abc import Mapping
 
 from code_eval_taskpack.execution import Result
 from code_eval_taskpack.execution.sandbox import inactive_layers
-from tests.conftest import toolchains_required
 
 LUCKY_SRC_UID = "f1b43baa14d4c262ba616d892525dfde"
 
@@ -98,6 +97,9 @@ LUCKY_EXTRA_TESTS: list[tuple[str, str]] = [("1\n", "2"), ("55\n", "720575940379
 
 def check_isolation(isolation: Mapping[str, object]) -> None:
     """As root under REQUIRE_TOOLCHAINS=1 (CI), every sandbox layer must have been active."""
+    # imported here: the programs above are also read without pytest (tests/podman_battery.py)
+    from tests.conftest import toolchains_required
+
     missing = inactive_layers(dict(isolation))
     if os.geteuid() == 0 and toolchains_required():
         assert not missing, f"inactive isolation layers: {missing}"

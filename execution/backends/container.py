@@ -1,5 +1,7 @@
-"""The container backend: warm Docker containers of the judge image, one per worker thread, each
-running `execution.agent` (the local runner and sandbox) as an unprivileged user.
+"""The container backend: warm containers of the judge image, one per worker thread, each
+running `execution.agent` (the local runner and sandbox) as an unprivileged user. The front-end
+is `docker` (a daemon) or `podman` (daemonless, rootless for users without root); the OCI
+runtime (runc, runsc, crun) is a separate setting.
 
 Each container: no network, no new privileges, read-only root, all capabilities dropped, a tmpfs
 work area, pids and memory ceilings, uid 10001, the seccomp profile of `seccomp_profile.py`
@@ -12,6 +14,11 @@ compile's), plus the agent's reserve, does not fit under it is refused (INFRA_ER
 limits, nothing run), and a job during which the container's own OOM killer fired anyway (e.g.
 files in the work dir's tmpfs, which the sandbox's sampled memory does not count) is answered
 INFRA_ERROR by the agent. Neither is cached.
+
+Rootless podman can only set the pids and memory ceilings where cgroup v2 delegates the `memory`
+and `pids` controllers to the user (on cgroup v1 it ignores them with a warning): without them
+the backend refuses to start a container (SandboxError naming what is missing), and the agent's
+probe inside would refuse it under "required" anyway.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
+import resource
 import subprocess
 import tempfile
 import threading
@@ -39,6 +47,79 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent
 UID = 10001
 #: the container memory a job may not use: the agent, its runner and the sandbox launcher
 AGENT_RESERVE_MB = 128
+#: front-end -> its default binary
+FRONTENDS = {"docker": "/usr/bin/docker", "podman": "/usr/bin/podman"}
+#: front-end -> the OCI runtimes it may be asked for
+RUNTIMES = {"docker": ("runc", "runsc"), "podman": ("runc", "crun")}
+#: the cgroup controllers the container's ceilings need
+CEILING_CONTROLLERS = ("memory", "pids")
+#: podman's own ceilings for the processes it starts (conmon, runc): never asked above them
+PODMAN_NOFILE, PODMAN_NPROC = 1 << 20, 32768
+
+
+def _hardening(frontend: str) -> list[str]:
+    """The front-end's spelling of what differs between the two CLIs."""
+    if frontend == "docker":
+        # Docker's masked /proc paths forbid the launcher's own /proc mount
+        return ["--security-opt", "systempaths=unconfined"]
+    return [
+        "--security-opt", "unmask=ALL",  # the same for podman
+        "--pull", "never",  # the image is local; a registry is never asked
+        # the agent reads its ceilings at /sys/fs/cgroup: its own cgroup, whatever
+        # containers.conf says
+        "--cgroupns", "private",
+        "--log-driver", "none",  # the agent's answers are not copied to a log file
+        *_podman_ulimits(),
+    ]  # fmt: skip
+
+
+def _tmpfs(frontend: str, path: str, size_mb: int) -> str:
+    """A tmpfs owned by the agent's user: docker passes uid/gid to the mount, podman (which
+    refuses them) chowns it to the container's user (`U`)."""
+    owner = f"uid={UID},gid={UID}" if frontend == "docker" else "U"
+    return f"{path}:rw,exec,nosuid,size={size_mb}m,{owner},mode=0700"
+
+
+def _podman_ulimits() -> list[str]:
+    """Rootful podman asks runc for its default file and process limits (above this host's hard
+    limits in a restricted host, so runc fails to start): ask for what podman itself runs with
+    instead (the pids cgroup, not RLIMIT_NPROC, is the container's process ceiling)."""
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    nproc = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    nofile = PODMAN_NOFILE if nofile == resource.RLIM_INFINITY else min(nofile, PODMAN_NOFILE)
+    nproc = PODMAN_NPROC if nproc == resource.RLIM_INFINITY else min(nproc, PODMAN_NPROC)
+    return ["--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}"]
+
+
+def podman_refusal(info: dict[str, Any]) -> str:
+    """Why the podman described by `podman info` cannot enforce the containers' ceilings ("" when
+    it can): rootful podman sets cgroups itself; rootless needs cgroup v2 with the `memory` and
+    `pids` controllers delegated to the user (systemd: `Delegate=memory pids`)."""
+    host = info.get("host")
+    host = host if isinstance(host, dict) else {}
+    security = host.get("security")
+    # only rootful podman that says so is trusted with its cgroups; any other answer is rootless
+    if isinstance(security, dict) and security.get("rootless") is False:
+        return ""
+    version = host.get("cgroupVersion")
+    if version != "v2":
+        return (
+            f"rootless podman on cgroup {version or '?'} cannot enforce the judge containers' "
+            "memory and pids ceilings (it ignores --memory and --pids-limit): boot with cgroup v2 "
+            "(systemd.unified_cgroup_hierarchy=1) and delegate the memory and pids controllers "
+            "to the user, or use the docker front-end"
+        )
+    have = host.get("cgroupControllers") or []
+    missing = [c for c in CEILING_CONTROLLERS if c not in have]
+    if missing:
+        return (
+            f"rootless podman: the cgroup controllers {', '.join(missing)} are not delegated to "
+            f"this user (delegated: {', '.join(have) or 'none'}), so the judge containers' "
+            "memory and pids ceilings cannot be enforced: delegate them (systemd user@.service "
+            "`Delegate=memory pids`, or a cgroup the user owns with them enabled in its "
+            "cgroup.subtree_control)"
+        )
+    return ""
 
 
 class _Container:
@@ -128,14 +209,24 @@ class ContainerBackend(Backend):
         self,
         image: str = "code-eval-judge:latest",
         runtime: str = "runc",
-        docker: str = "/usr/bin/docker",
+        docker: str = "",
         memory_mb: str = "4096",
         pids: str = "512",
         work_mb: str = "1024",
+        frontend: str = "docker",
     ) -> None:
-        if runtime not in ("runc", "runsc"):
-            raise ValueError(f"container runtime must be runc or runsc, not {runtime!r}")
-        self.image, self.runtime, self.docker = image, runtime, docker
+        if frontend not in FRONTENDS:
+            raise ValueError(f"container front-end must be docker or podman, not {frontend!r}")
+        if runtime not in RUNTIMES[frontend]:
+            raise ValueError(
+                f"the {frontend} front-end's OCI runtime must be "
+                f"{' or '.join(RUNTIMES[frontend])}, not {runtime!r}"
+            )
+        self.frontend, self.image, self.runtime = frontend, image, runtime
+        #: the front-end's binary (`docker` or `podman`)
+        self.docker = docker or FRONTENDS[frontend]
+        #: why the front-end cannot enforce the ceilings ("" when it can; None: not asked yet)
+        self._frontend_refusal: str | None = None
         self.memory_mb, self.pids, self.work_mb = int(memory_mb), int(pids), int(work_mb)
         self._idle: queue.SimpleQueue[_Container] = queue.SimpleQueue()
         self._all: list[_Container] = []
@@ -143,8 +234,37 @@ class ContainerBackend(Backend):
         self._image_id = ""
         self._profile_dir = tempfile.TemporaryDirectory(prefix="code-eval-seccomp-")
 
+    def check_frontend(self) -> None:
+        """SandboxError when the front-end cannot enforce every ceiling this backend sets
+        (rootless podman without delegated cgroup controllers): refused, never run weaker."""
+        if self.frontend != "podman":
+            return
+        if self._frontend_refusal is None:
+            self._frontend_refusal = self._ask_podman()
+        if self._frontend_refusal:
+            raise SandboxError(self._frontend_refusal)
+
+    def _ask_podman(self) -> str:
+        """`podman_refusal` of this podman's `podman info` (asked once: a refusal stands for the
+        backend's life; an unreadable answer is SandboxError and is asked again)."""
+        try:
+            proc = subprocess.run(
+                [self.docker, "info", "--format", "json"],
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise SandboxError(f"podman info: {exc}") from exc
+        if proc.returncode != 0:
+            raise SandboxError(f"podman info failed: {proc.stderr.strip()[-300:]}")
+        try:
+            info = json.loads(proc.stdout)
+        except ValueError as exc:
+            raise SandboxError(f"podman info answered {proc.stdout[:200]!r}") from exc
+        return podman_refusal(info if isinstance(info, dict) else {})
+
     def image_id(self) -> str:
-        """The image's content ID (recorded in every result); SandboxError when absent."""
+        """The image's content ID, `sha256:...` from either front-end (recorded in every
+        result); SandboxError when absent."""
         if not self._image_id:
             proc = subprocess.run(
                 [self.docker, "image", "inspect", "-f", "{{.Id}}", self.image],
@@ -154,7 +274,9 @@ class ContainerBackend(Backend):
             )
             if proc.returncode != 0:
                 raise SandboxError(f"judge image {self.image}: {proc.stderr.strip()[-300:]}")
-            self._image_id = proc.stdout.strip()
+            found = proc.stdout.strip()
+            # podman prints the bare digest, docker the algorithm too
+            self._image_id = found if found.startswith("sha256:") else f"sha256:{found}"
         return self._image_id
 
     def clusters(self) -> frozenset[str] | None:
@@ -179,18 +301,19 @@ class ContainerBackend(Backend):
             "--network", "none", "--cap-drop", "ALL", "--read-only",
             "--security-opt", "no-new-privileges",
             "--security-opt", f"seccomp={profile}",
-            # Docker's masked /proc paths forbid the launcher's own /proc mount
-            "--security-opt", "systempaths=unconfined",
+            *_hardening(self.frontend),
             "--user", f"{UID}:{UID}", "--pids-limit", str(self.pids),
             "--memory", f"{self.memory_mb}m", "--memory-swap", f"{self.memory_mb}m",
-            "--tmpfs", f"/work:rw,exec,nosuid,size={self.work_mb}m,uid={UID},gid={UID},mode=0700",
-            "--tmpfs", f"/tmp:rw,exec,nosuid,size=64m,uid={UID},gid={UID},mode=0700",
+            "--tmpfs", _tmpfs(self.frontend, "/work", self.work_mb),
+            "--tmpfs", _tmpfs(self.frontend, "/tmp", 64),
             "-v", f"{PACKAGE_DIR}:/opt/code-eval/code_eval_taskpack/execution:ro",
             # the sandboxes' captured output (up to 64 MiB a stream) lives in TMPDIR: the work
             # area, not the small /tmp, so an output flood is the local OUTPUT_LIMIT_EXCEEDED
             "-e", "HOME=/work", "-e", "CODE_EVAL_CACHE=/work/.cache", "-e", "TMPDIR=/work",
             "-e", "PYTHONPATH=/opt/code-eval", "-w", "/work",
-            self.image_id(), "python3", "-m", "code_eval_taskpack.execution.agent",
+            self.image_id().removeprefix("sha256:") if self.frontend == "podman"
+            else self.image_id(),
+            "python3", "-m", "code_eval_taskpack.execution.agent",
         ]  # fmt: skip
 
     def _acquire(self) -> _Container:
@@ -202,6 +325,7 @@ class ContainerBackend(Backend):
                 c.kill()  # stopped while idle: removed (containers are not started with --rm)
         except queue.Empty:
             pass
+        self.check_frontend()
         name = f"code-eval-judge-{uuid.uuid4().hex[:16]}"
         c = _Container(self.argv(name), self.docker, name)
         with self._lock:
@@ -214,6 +338,7 @@ class ContainerBackend(Backend):
     def host_refusal(self, policy: str) -> str:
         super().host_refusal(policy)
         try:
+            self.check_frontend()
             self.image_id()
             c = self._acquire()
         except (SandboxError, OSError, subprocess.SubprocessError) as exc:
@@ -284,7 +409,11 @@ class ContainerBackend(Backend):
             raise SandboxError(f"judge container: {answer.get('error', answer)}")
         result = Result.from_dict(answer["result"])
         result.isolation["backend"] = self.name
-        result.isolation["container"] = {"image": self.image_id(), "runtime": self.runtime}
+        result.isolation["container"] = {
+            "image": self.image_id(),
+            "runtime": self.runtime,
+            "frontend": self.frontend,
+        }
         result.isolation.update(c.layers)
         where = f"judge container {self.image}"
         return verdict_under_policy(result, job, policy, self.required_layers, input_limits, where)
@@ -309,10 +438,16 @@ class ContainerBackend(Backend):
         )
 
     def identity(self) -> str:
-        return f"container:{self.image_id()[:19]}:{self.runtime}"
+        base = f"container:{self.image_id()[:19]}:{self.runtime}"
+        return base if self.frontend == "docker" else f"{base}:{self.frontend}"
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "image": self.image_id(), "runtime": self.runtime}
+        return {
+            **super().describe(),
+            "image": self.image_id(),
+            "runtime": self.runtime,
+            "frontend": self.frontend,
+        }
 
     def close(self) -> None:
         """Stop every warm container."""

@@ -50,7 +50,8 @@ class ExecSettings(Frozen):
     exec_token_file: str | None = None  # remote: bearer token file
     ray_address: str | None = None  # ray: the cluster
     exec_image: str | None = None  # container: the judge image
-    exec_container_runtime: str | None = None  # container: runc or runsc
+    exec_container_runtime: str | None = None  # container: runc, runsc or crun
+    exec_container_frontend: str | None = None  # container: docker or podman
 
     def backend_options(self) -> dict[str, str]:
         """The options of `exec_backend` (`get_backend(name, options)`); one meant for another

@@ -99,8 +99,17 @@ EXEC_CONTAINER_RUNTIME = Setting(
     "exec_container_runtime",
     "text",
     None,
-    "OCI runtime of `exec_backend: container`: `runc` (default) or `runsc` (gVisor)",
+    "OCI runtime of `exec_backend: container`: `runc` (default), `runsc` (gVisor, docker) or "
+    "`crun` (podman)",
     env="CODE_EVAL_EXEC_CONTAINER_RUNTIME",
+)
+EXEC_CONTAINER_FRONTEND = Setting(
+    "exec_container_frontend",
+    "text",
+    None,
+    "what starts the containers of `exec_backend: container`: `docker` (default) or `podman` "
+    "(rootless, no daemon)",
+    env="CODE_EVAL_EXEC_CONTAINER_FRONTEND",
 )
 #: backend option setting -> (the option's name in `get_backend`, the backend that reads it)
 BACKEND_OPTION_SETTINGS = (
@@ -109,6 +118,7 @@ BACKEND_OPTION_SETTINGS = (
     (RAY_ADDRESS, "address", "ray"),
     (EXEC_IMAGE, "image", "container"),
     (EXEC_CONTAINER_RUNTIME, "runtime", "container"),
+    (EXEC_CONTAINER_FRONTEND, "frontend", "container"),
 )
 
 SETTINGS = (
@@ -124,4 +134,5 @@ SETTINGS = (
     RAY_ADDRESS,
     EXEC_IMAGE,
     EXEC_CONTAINER_RUNTIME,
+    EXEC_CONTAINER_FRONTEND,
 )

@@ -1,0 +1,108 @@
+"""The programs the podman tests judge, runnable as a script so the rootless half runs as the
+non-root user (`python -m tests.podman_battery [--no-preflight]` prints one JSON object).
+
+Each case is a real program with the verdict it must get: the reference programs of two
+clusters (their local verdicts), a memory hog, a fork bomb, a network call and a write to the
+read-only root."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
+from code_eval_taskpack.execution.backends.container import ContainerBackend
+from code_eval_taskpack.execution.isolation import CONTAINER_LAYERS
+from tests.engine_programs import HELLO, LUCKY, describe, wrong
+
+LANGS = ("C", "Python")  # the clusters of the CI image
+#: a fork bomb meets whichever limit first (a race, locally too): never a pass nor an escape
+BOUNDED = ("RUNTIME_ERROR", "TIME_LIMIT_EXCEEDED", "MEMORY_LIMIT_EXCEEDED")
+
+
+def _job(lang: str, src: str, tests: list[tuple[str, str]], **kw: Any) -> Job:
+    return Job(
+        language=lang,
+        source_code=src,
+        tests=tuple(TestCase(i, (o,)) for i, o in tests),
+        **kw,
+    )
+
+
+def reference_jobs() -> dict[str, Job]:
+    """Programs whose verdict must equal the local backend's."""
+    out = {}
+    for lang in LANGS:
+        out[f"hello-{lang}"] = _job(lang, HELLO[lang], [("", "Hello, World!")])
+        out[f"lucky-{lang}"] = _job(
+            lang, LUCKY[lang], [("2\n", "6"), ("55\n", "72057594037927934")]
+        )
+        out[f"wrong-{lang}"] = _job(lang, wrong(lang), [("2\n", "6")])
+    return out
+
+
+#: hostile programs -> the verdicts they may get
+LIMIT_CASES: dict[str, tuple[Job, tuple[str, ...]]] = {
+    "memory-hog": (
+        _job("Python", "x = bytearray(512 << 20)\nprint(len(x))\n", [("", "")], memory_limit_mb=64),
+        ("MEMORY_LIMIT_EXCEEDED",),
+    ),
+    "fork-bomb": (
+        _job("Python", "import os\nwhile True:\n    os.fork()\n", [("", "")], time_limit_s=1.0),
+        BOUNDED,
+    ),
+    "network": (
+        _job(
+            "Python",
+            "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=2)\n",
+            [("", "")],
+        ),
+        ("RUNTIME_ERROR",),
+    ),
+    "write-root": (
+        _job("Python", "open('/opt/code-eval/planted', 'w').write('x')\n", [("", "")]),
+        ("RUNTIME_ERROR",),
+    ),
+}
+
+
+def run(backend: ContainerBackend) -> dict[str, Any]:
+    """Every case judged by `backend` under the "required" policy: name -> verdict, detail,
+    whether every outer layer was in effect; plus the backend's refusal ("" when it judges)."""
+    eng = Engine(workers=1, backend=backend, cache=None)
+    out: dict[str, Any] = {"refusal": backend.host_refusal("required"), "cases": {}}
+    jobs = {**reference_jobs(), **{k: job for k, (job, _) in LIMIT_CASES.items()}}
+    for name, job in jobs.items():
+        r = eng.judge(job)
+        out["cases"][name] = {
+            "verdict": r.verdict.value,
+            "describe": describe(r),
+            "layers": all(r.isolation.get(layer) is True for layer in CONTAINER_LAYERS),
+            "frontend": r.isolation.get("container", {}).get("frontend"),
+        }
+        if out["refusal"] and r.verdict is Verdict.INFRA_ERROR:
+            break  # refused: one job shows how, the rest would say the same
+    return out
+
+
+class _NoPreflight(ContainerBackend):
+    """The podman front-end with the backend's own check skipped: only the agent's probe inside
+    stands between a container without ceilings and a verdict."""
+
+    def check_frontend(self) -> None:
+        return None
+
+
+def main(argv: list[str]) -> int:
+    cls = _NoPreflight if "--no-preflight" in argv else ContainerBackend
+    backend = cls(frontend="podman")
+    try:
+        print(json.dumps(run(backend)))
+    finally:
+        backend.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,248 @@
+"""The container backend through podman, for real: rootful podman judges the reference programs
+of two clusters as the local backend does, with every limit in effect (memory hog, fork bomb,
+network, read-only root, the container's own ceiling); rootless podman runs as a non-root user
+(`make podman-user`, `PODMAN_USER`), and where it cannot enforce the memory and pids ceilings
+(cgroup v1, or controllers not delegated) every job is refused, never judged with fewer
+protections. Without podman or the image loaded into its storage (`make podman-image`) the tests
+skip, or fail under REQUIRE_TOOLCHAINS=1."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from code_eval_taskpack.execution import Engine, Verdict
+from code_eval_taskpack.execution.backends.container import ContainerBackend, podman_refusal
+from code_eval_taskpack.execution.sandbox import SandboxError
+from tests import podman_battery
+from tests.conftest import require
+from tests.engine_programs import describe
+
+ROOT = Path(__file__).resolve().parent.parent
+USER = os.environ.get("PODMAN_USER", "code-eval-rootless")
+
+
+def _podman() -> str:
+    path = shutil.which("podman")
+    require(path is not None, "podman is not installed (make podman-tools)")
+    assert path is not None
+    return path
+
+
+def _usable(backend: ContainerBackend) -> None:
+    try:
+        backend.image_id()
+    except (SandboxError, OSError, subprocess.SubprocessError) as exc:
+        require(False, f"judge image not in podman's storage (make podman-image): {exc}")
+
+
+@pytest.fixture(scope="module")
+def rootful() -> Iterator[ContainerBackend]:
+    _podman()
+    if os.geteuid() != 0:
+        pytest.skip("rootful podman needs root; the rootless tests cover this user")
+    backend = ContainerBackend(frontend="podman")
+    _usable(backend)
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
+@pytest.fixture(scope="module")
+def battery(rootful: ContainerBackend) -> dict[str, Any]:
+    return podman_battery.run(rootful)
+
+
+def test_rootful_verdicts_equal_local(battery: dict[str, Any]) -> None:
+    assert battery["refusal"] == ""
+    local = Engine(workers=1, backend="local", cache=None)
+    for name, job in podman_battery.reference_jobs().items():
+        got = battery["cases"][name]
+        want = local.judge(job).verdict.value
+        assert got["verdict"] == want, (name, got["describe"])
+        assert got["layers"] and got["frontend"] == "podman", got
+
+
+def test_rootful_limits_enforced(battery: dict[str, Any]) -> None:
+    for name, (_, allowed) in podman_battery.LIMIT_CASES.items():
+        got = battery["cases"][name]
+        assert got["verdict"] in allowed, (name, got["describe"])
+        assert got["layers"], got
+
+
+def test_rootful_hardening_as_podman_reports_it(rootful: ContainerBackend) -> None:
+    """podman's own record of a warm container: the flags the backend spells for podman."""
+    c = rootful._acquire()
+    try:
+        info = json.loads(subprocess.check_output([rootful.docker, "inspect", c.name]))[0]
+    finally:
+        rootful._idle.put(c)
+    host = info["HostConfig"]
+    assert host["NetworkMode"] == "none" and host["ReadonlyRootfs"] is True
+    assert host["PidsLimit"] == rootful.pids and host["Memory"] == rootful.memory_mb << 20
+    assert host["Privileged"] is False and not info["EffectiveCaps"], info["EffectiveCaps"]
+    assert "no-new-privileges" in host["SecurityOpt"] and info["Config"]["User"] == "10001:10001"
+
+
+def test_rootful_container_oom_killer_is_infra_error(
+    rootful: ContainerBackend, tmp_path: Path
+) -> None:
+    """Within the job's 200 MB but 320 MB of files in the work dir's tmpfs of a 384 MB
+    container: the container's OOM killer fires, and that is the engine's failure."""
+    from tests.test_engine_container import CEILING_HOG, _job
+
+    small = ContainerBackend(frontend="podman", memory_mb="384")
+    try:
+        eng = Engine(workers=1, backend=small, cache=tmp_path / "cache")
+        job = _job(
+            "Python 3",
+            CEILING_HOG.format(files=320, heap=100),
+            [("", "done")],
+            memory_limit_mb=200,
+        )
+        r = eng.judge(job)
+        assert r.verdict is Verdict.INFRA_ERROR, describe(r)
+        assert "memory ceiling (384 MB)" in r.detail, r.detail
+        assert not eng.judge(job).cached
+    finally:
+        small.close()
+
+
+# -- rootless: the same backend as a user without root ------------------------------------------
+
+
+def _as_user(
+    *argv: str, pythonpath: str = "", cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`argv` as the rootless user (as this process when it is not root), in a clean
+    environment, in `cwd` or the user's home."""
+    if os.geteuid() != 0:
+        env = {**os.environ, "PYTHONPATH": pythonpath}
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=300, check=False, env=env, cwd=cwd
+        )
+    try:
+        home = subprocess.check_output(["getent", "passwd", USER], text=True).split(":")[5]
+    except subprocess.CalledProcessError:
+        require(False, f"no user {USER} (make podman-user)")
+    env = {"HOME": home, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8"}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    return subprocess.run(
+        ["runuser", "-u", USER, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv],
+        capture_output=True, text=True, timeout=300, check=False, cwd=cwd or home,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def rootless_info() -> dict[str, Any]:
+    _podman()
+    proc = _as_user("podman", "info", "--format", "json")
+    assert proc.returncode == 0, proc.stderr[-800:]
+    info = json.loads(proc.stdout)
+    assert info["host"]["security"]["rootless"] is True, "the rootless user's podman is rootful"
+    proc = _as_user("podman", "image", "exists", "code-eval-judge:latest")
+    require(proc.returncode == 0, f"{USER} has no judge image (make podman-image)")
+    return dict(info)
+
+
+@pytest.fixture(scope="module")
+def user_tree() -> Iterator[Path]:
+    """What the rootless user runs, copied where it can read it (a checkout under /root is not):
+    the engine package and the battery's modules."""
+    tree = Path(tempfile.mkdtemp(prefix="code-eval-podman-"))
+    try:
+        tree.chmod(0o755)
+        skip = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(ROOT / "execution", tree / "code_eval_taskpack" / "execution", ignore=skip)
+        (tree / "tests").mkdir()
+        for name in ("__init__.py", "podman_battery.py", "engine_programs.py"):
+            shutil.copy(ROOT / "tests" / name, tree / "tests" / name)
+        for d in tree.rglob("*"):
+            d.chmod(0o755 if d.is_dir() else 0o644)
+        yield tree
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+
+
+def _python() -> str:
+    """An interpreter the user may run: this one, unless it lives where the user cannot read
+    (a pyenv under /root), then the system's."""
+    for python in (sys.executable, "/usr/bin/python3"):
+        if _as_user(python, "-c", "import tomllib").returncode == 0:
+            return python
+    pytest.fail(f"no Python 3.11+ that {USER} may run")
+
+
+def _battery(tree: Path, *flags: str) -> dict[str, Any]:
+    proc = _as_user(_python(), "-m", "tests.podman_battery", *flags, pythonpath=str(tree), cwd=tree)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def test_rootless_user_namespaces_work() -> None:
+    """The user's own namespace with its subordinate ranges, which rootless podman builds on."""
+    _podman()
+    proc = _as_user("podman", "unshare", "cat", "/proc/self/uid_map")
+    assert proc.returncode == 0, proc.stderr[-500:]
+    sizes = [int(line.split()[2]) for line in proc.stdout.splitlines()]
+    assert sum(sizes) >= 65537, proc.stdout  # the user's own uid plus its 65536 subordinate ones
+
+
+def test_rootless_refused_without_ceilings(rootless_info: dict[str, Any], user_tree: Path) -> None:
+    """Where rootless podman cannot enforce the memory and pids ceilings, the backend refuses
+    before starting anything; with that check skipped, the agent's probe inside still refuses
+    under "required" (both say why, neither judges)."""
+    reason = podman_refusal(rootless_info)
+    if not reason:
+        pytest.skip("this user's podman enforces the ceilings: the verdict test covers it")
+    out = _battery(user_tree)
+    assert "memory and pids ceilings" in out["refusal"], out
+    (case,) = out["cases"].values()
+    assert case["verdict"] == "INFRA_ERROR" and reason in case["describe"], case
+    out = _battery(user_tree, "--no-preflight")
+    for layer in ("container_pids_ceiling", "container_memory_ceiling"):
+        assert layer in out["refusal"], out
+    (case,) = out["cases"].values()
+    assert case["verdict"] == "INFRA_ERROR" and "container_pids_ceiling" in case["describe"]
+
+
+def test_rootless_verdicts_and_limits(rootless_info: dict[str, Any], user_tree: Path) -> None:
+    """Where the ceilings are delegated, the rootless user judges as rootful podman does."""
+    reason = podman_refusal(rootless_info)
+    if reason:
+        pytest.skip(f"rootless podman cannot enforce the ceilings on this host: {reason}")
+    out = _battery(user_tree)
+    assert out["refusal"] == "", out
+    local = Engine(workers=1, backend="local", cache=None)
+    for name, job in podman_battery.reference_jobs().items():
+        got = out["cases"][name]
+        assert got["verdict"] == local.judge(job).verdict.value, (name, got["describe"])
+        assert got["layers"], got
+    for name, (_, allowed) in podman_battery.LIMIT_CASES.items():
+        assert out["cases"][name]["verdict"] in allowed, (name, out["cases"][name]["describe"])
+
+
+def test_frontend_and_runtime_are_separate_settings() -> None:
+    with pytest.raises(ValueError, match="docker or podman"):
+        ContainerBackend(frontend="lxc")
+    with pytest.raises(ValueError, match="podman front-end's OCI runtime must be runc or crun"):
+        ContainerBackend(frontend="podman", runtime="runsc")
+    assert ContainerBackend(frontend="podman").docker == "/usr/bin/podman"
+    rootful_v1 = {"host": {"security": {"rootless": False}, "cgroupVersion": "v1"}}
+    assert podman_refusal(rootful_v1) == ""
+    v2 = {"host": {"security": {"rootless": True}, "cgroupVersion": "v2"}}
+    assert "memory, pids are not delegated" in podman_refusal(v2)
+    v2["host"]["cgroupControllers"] = ["cpu", "memory", "pids"]  # type: ignore[index]
+    assert podman_refusal(v2) == ""
+    assert "cgroup v1" in podman_refusal({"host": {"cgroupVersion": "v1"}})
