@@ -84,6 +84,9 @@ class Runtime:
     # part of the fingerprint, so any edit of the entry invalidates cached verdicts
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     classic: bool = False  # the `*_classic` command lines are in use (see CLASSIC_ENV)
+    #: the build strategies (speed-ups) the runtime may use, in order (`execution/strategies/`);
+    #: kept out of `raw`: which speed-ups run is proven not to change a verdict
+    strategies: tuple[str, ...] = ()
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _binary: tuple[str | None, str] | None = field(default=None, repr=False, compare=False)
     _version: str | None = field(default=None, repr=False, compare=False)
@@ -349,6 +352,8 @@ def load_registry(path: Path = REGISTRY_PATH, classic: bool | None = None) -> Re
         names[key] = name
 
     for name, raw in data.get("runtimes", {}).items():
+        listed = raw.get("strategies", [])
+        strategies = _strings(listed, f"{path}: runtime {name!r} strategies") if listed else ()
         for req in ("cluster", "binary", "source", "run", "apt"):
             if req not in raw:
                 raise ValueError(f"{path}: runtime {name!r} lacks field {req!r}")
@@ -380,8 +385,10 @@ def load_registry(path: Path = REGISTRY_PATH, classic: bool | None = None) -> Re
             version_jar=str(raw.get("version_jar", "")),
             missing_hint=str(raw.get("missing_hint", "")),
             apt=_strings(raw["apt"], f"{path}: runtime {name!r} apt"),
-            raw=raw,
+            # the entry as fingerprinted: which speed-ups may run is not part of it
+            raw={k: v for k, v in raw.items() if k != "strategies"},
             classic=use_classic,
+            strategies=strategies,
         )
         if rt.cluster not in clusters:
             raise ValueError(f"{path}: runtime {name!r} has unknown cluster {rt.cluster!r}")

@@ -18,18 +18,19 @@ import errno
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import go_direct, pch, startup
-from .backends.base import Backend, Session
-from .backends.local import LocalBackend
 from .compare import outputs_match
 from .compile_cache import CompileCache, CompiledEntry, PolicyView, compile_key
 from .inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
 from .languages import Runtime, java_layout
 from .limits import COMPILE_LIMITS, MB, Limits, run_limits
-from .sandbox import CommandOutcome, SandboxError, SharedFolder, default_env
+from .sandbox import CommandOutcome, SandboxError, default_env
+from .strategies import BuildPlan, Host, build_plan
 from .types import CompileResult, Job, Result, TestResult, Verdict
-from .warm_compiler import warm_compile
+
+if TYPE_CHECKING:  # the backends call the runner, never the other way round
+    from .backends.base import Session, SessionBackend
 
 #: characters of stdout/stderr kept in results (reporting only; comparison sees everything)
 REPORT_CHARS = 2000
@@ -100,11 +101,13 @@ def judge_with(
     compiled: CompileCache | PolicyView | None = None,
     isolation: str = "required",
     input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
-    backend: Backend | None = None,
+    *,
+    backend: SessionBackend,
 ) -> Result:
     """Judge `job` with `runtime` (already resolved and available) and `job.comparator`;
-    `compiled` caches compilations across jobs; `isolation` is the policy; `backend` runs
-    the program (the local sandbox by default). A source over `input_limits.source_bytes` is a
+    `compiled` caches compilations across jobs; `isolation` is the policy; `backend` opens
+    the program's sessions (its `host_files` decides whether the speed-ups made on this host
+    apply). A source over `input_limits.source_bytes` is a
     COMPILATION_ERROR without any sandbox (it would not fit the work dir anyway)."""
     too_large = source_too_large(job.source_code, input_limits)
     if too_large:
@@ -118,9 +121,7 @@ def judge_with(
         )
     values = source_layout(runtime, job.source_code)
     values["memory_mb"] = str(job.memory_limit_mb)
-    # the exact command lines are part of the result: flags decide verdicts (e.g. `-include`)
     info = runtime.info()
-    info["compile_argv"] = runtime.expand(runtime.compile, **values) if runtime.compile else None
     result = Result(verdict=Verdict.PASSED, runtime=info, id=job.id)
     limits = run_limits(
         job.time_limit_s,
@@ -129,61 +130,31 @@ def judge_with(
         runtime.as_headroom_mb,
         job.overrides,
     )
-    session_backend = backend if backend is not None else LocalBackend()
-    fingerprint = session_backend.runtime_fingerprint(runtime)
+    fingerprint = backend.runtime_fingerprint(runtime)
     if isolation != "required":  # compiled apart; `required` keys are those of older caches
         fingerprint = f"{fingerprint}|isolation={isolation}"
     if isinstance(compiled, CompileCache):  # entries only of sandboxes that met the policy
-        compiled = PolicyView(compiled, isolation, tuple(session_backend.required_layers))
-    ro_paths: list[str] = list(runtime.extra_ro_paths)
-    compile_argv = runtime.compile
-    header = _precompiled_header(
-        runtime, job, values, compiled, fingerprint, session_backend, isolation
-    )
-    #: the engine's own files this program's commands use (a header, tools, a prelude)
-    ours: list[Path] = []
-    if header is not None:
-        ours += [header[0].header, header[0].header.with_name(pch.HEADER + ".gch")]
-        ro_paths.append(SharedFolder(header[0].directory))
-        compile_argv = header[1]
-        info["compile_argv"] = runtime.expand(compile_argv, **values)
-    fallback = None
-    direct = _go_tools(runtime, job, session_backend, isolation)
-    if direct is not None:
-        values.update(direct.values)
-        ours.append(direct.directory)
-        ro_paths.append(SharedFolder(direct.directory))
-        fallback, compile_argv = runtime.compile, tuple(runtime.raw[go_direct.KEY])
-        info["compile_argv"] = runtime.expand(compile_argv, **values)
-        # its binaries differ from go build's (no module information): cached apart
-        fingerprint = f"{fingerprint or runtime.fingerprint()}|{go_direct.KEY}"
-    run_argv = runtime.run
-    placeholder = startup.needed(run_argv)
-    if placeholder is not None:
-        prelude = _interpreter_prelude(runtime, placeholder, session_backend, isolation)
-        if prelude is not None:
-            folder = SharedFolder(prelude.directory)
-            values[placeholder] = folder.inside_of(prelude.path)
-            ours.append(prelude.path)
-            ro_paths.append(folder)
-        else:
-            run_argv = tuple(runtime.raw.get("run_classic") or ())
-            if not run_argv:
-                result.verdict = Verdict.INFRA_ERROR
-                result.detail = f"{runtime.name}: no start-up prelude and no run_classic"
-                return result
-    info["run_argv"] = runtime.expand(run_argv, **values)
-    unusable = unusable_artefacts(ours)
+        compiled = PolicyView(compiled, isolation, tuple(backend.required_layers))
+    plan = build_plan(runtime, job, Host(backend, isolation, compiled), values, fingerprint)
+    # the exact command lines are part of the result: flags decide verdicts (e.g. `-include`)
+    compile_argv = plan.compile_argv
+    info["compile_argv"] = runtime.expand(compile_argv, **plan.values) if compile_argv else None
+    if plan.refusal:
+        result.verdict = Verdict.INFRA_ERROR
+        result.detail = plan.refusal
+        return result
+    info["run_argv"] = runtime.expand(plan.run_argv, **plan.values)
+    unusable = unusable_artefacts(plan.ours)
     if unusable:
         result.verdict = Verdict.INFRA_ERROR
         result.detail = f"engine files unusable before the compile: {unusable}"
         return result
     try:
-        sandbox = session_backend.open_session(
-            files={values["source"]: job.source_code.encode("utf-8", "surrogatepass")},
+        sandbox = backend.open_session(
+            files={plan.values["source"]: job.source_code.encode("utf-8", "surrogatepass")},
             purposes=("compile", "run"),
             policy=isolation,
-            ro_paths=ro_paths,
+            ro_paths=plan.ro_paths,
         )
     except (SandboxError, OSError) as exc:
         result.verdict = Verdict.INFRA_ERROR
@@ -191,24 +162,10 @@ def judge_with(
         return result
     try:
         result.isolation = sandbox.isolation_snapshot()
-        result.isolation["backend"] = session_backend.name
+        result.isolation["backend"] = backend.name
         try:
-            _compile_and_run(
-                sandbox,
-                runtime,
-                job,
-                values,
-                limits,
-                result,
-                compiled,
-                fingerprint,
-                compile_argv,
-                session_backend.warm_compilers(),
-                run_argv,
-                fallback,
-                ours,
-            )
-            unusable = unusable_artefacts(ours) if result.verdict is not Verdict.PASSED else ""
+            _compile_and_run(sandbox, runtime, job, plan, limits, result, compiled)
+            unusable = unusable_artefacts(plan.ours) if result.verdict is not Verdict.PASSED else ""
             if unusable and result.verdict is not Verdict.INFRA_ERROR:
                 # the program failed while a file of ours was gone: ours, not the program's
                 result.detail = f"engine files unusable ({unusable}); {result.detail}"
@@ -235,147 +192,25 @@ ARCHIVE_LIMITS = Limits(
 ARCHIVE_EXCLUDES = ("--exclude=./.cache", "--exclude=./.go")
 
 
-def _precompiled_header(
-    runtime: Runtime,
-    job: Job,
-    values: dict[str, str],
-    compiled: CompileCache | PolicyView | None,
-    fingerprint: str,
-    backend: Backend,
-    isolation: str,
-) -> tuple[pch.Pch, tuple[str, ...]] | None:
-    """The precompiled header of a C++ compile that will really run (not one served from the
-    compile cache), with its compile argv; local backend only (the header lives on this host)."""
-    if runtime.compile is None or "pch_build" not in runtime.raw:
-        return None
-    if not isinstance(backend, LocalBackend) or not pch.enabled():
-        return None
-    root = compiled.root if compiled is not None else None
-    if compiled is not None:
-        layout = {k: values[k] for k in ("source", "class", "main_class")}
-        if compiled.get(compile_key(fingerprint or runtime.fingerprint(), job.source_code, layout)):
-            return None
-
-    def build(text: str, argv: tuple[str, ...], limits: Limits) -> bytes | None:
-        return _build_header(backend, runtime, isolation, text, argv, limits)
-
-    return pch.for_source(runtime, job.source_code, pch.store_root(root), build)
-
-
-def _prober(runtime: Runtime, backend: Backend, isolation: str, purpose: str) -> startup.Prober:
-    """Runs one probe of the toolchain's own settings in a sandbox of `purpose` (with the
-    runtime's environment and, for a compile, the compile's limits: a compiler's driver may start
-    many threads): its stdout, or None when it failed."""
-    extra = runtime.compile_env if purpose == "compile" else runtime.run_env
-    limits = COMPILE_LIMITS if purpose == "compile" else PROBE_LIMITS
-
-    def probe(argv: list[str]) -> bytes | None:
-        try:
-            box = backend.open_session(
-                files={}, purposes=(purpose,), policy=isolation, ro_paths=runtime.extra_ro_paths
-            )
-        except (SandboxError, OSError):
-            return None
-        try:
-            env = default_env(box.workdir) | extra
-            out = box.run(argv, limits=limits, env=env, purpose=purpose)
-            return out.stdout if out.ok else None
-        except SandboxError:
-            return None
-        finally:
-            box.close()
-
-    return probe
-
-
-def _interpreter_prelude(
-    runtime: Runtime, placeholder: str, backend: Backend, isolation: str
-) -> startup.Prelude | None:
-    """What an interpreter's start-up placeholder stands for (local backend only: it lives on
-    this host)."""
-    if not isinstance(backend, LocalBackend):
-        return None
-    return startup.prepare(runtime, placeholder, _prober(runtime, backend, isolation, "run"))
-
-
-def _go_tools(
-    runtime: Runtime, job: Job, backend: Backend, isolation: str
-) -> go_direct.Tools | None:
-    """The direct Go build's tools for this source (local backend only: the import
-    configuration lives on this host), or None: go build."""
-    if go_direct.KEY not in runtime.raw or not isinstance(backend, LocalBackend):
-        return None
-    if not go_direct.applies(job.source_code):
-        return None
-    return go_direct.tools(runtime, _prober(runtime, backend, isolation, "compile"))
-
-
-#: limits of the one probe of an interpreter's own settings (startup.py)
-PROBE_LIMITS = Limits(
-    cpu_s=30, wall_s=60, memory_mb=512, output_bytes=1 * MB, processes=16, open_files=256
-)
-
-
-def _build_header(
-    backend: Backend,
-    runtime: Runtime,
-    isolation: str,
-    text: str,
-    argv: tuple[str, ...],
-    limits: Limits,
-) -> bytes | None:
-    """Build one precompiled header in a sandbox of its own; its bytes, or None."""
-    try:
-        box = backend.open_session(
-            files={pch.HEADER: text.encode()},
-            purposes=("compile",),
-            policy=isolation,
-            ro_paths=runtime.extra_ro_paths,
-        )
-    except (SandboxError, OSError):
-        return None
-    try:
-        env = default_env(box.workdir) | runtime.compile_env
-        out = box.run(runtime.expand(argv), limits=limits, env=env, purpose="compile")
-        if not out.ok:
-            return None
-        got = box.run(
-            ["cat", pch.HEADER + ".gch"],
-            limits=limits,
-            env=default_env(box.workdir),
-            purpose="compile",
-        )
-        return got.stdout if got.ok and got.stdout else None
-    except SandboxError:
-        return None
-    finally:
-        box.close()
-
-
 def _compile(
     sandbox: Session,
     runtime: Runtime,
     job: Job,
-    values: dict[str, str],
+    plan: BuildPlan,
     result: Result,
     compiled: CompileCache | PolicyView | None,
-    fingerprint: str,
-    compile_argv: tuple[str, ...] | None = None,
-    warm: bool = False,
-    fallback: tuple[str, ...] | None = None,
-    ours: Sequence[Path] = (),
 ) -> bool:
-    """Compile (or restore a cached compile); False when the program cannot run. With `warm`,
-    a runtime with a warm compiler tries it first; whatever it cannot answer is compiled cold.
-    With `fallback`, a `compile_argv` that fails for any reason is followed by `fallback`
-    under fresh limits, which decides (the direct Go build, go_direct.py)."""
+    """Compile (or restore a cached compile); False when the program cannot run. A plan with a
+    warm compiler tries it first; whatever it cannot answer is compiled cold. With a fallback,
+    a compile argv that fails for any reason is followed by the fallback under fresh limits,
+    which decides."""
     assert runtime.compile is not None
+    values, fingerprint, ours = plan.values, plan.fingerprint, plan.ours
     workdir = sandbox.workdir
     env = default_env(workdir) | runtime.compile_env
     key = ""
     if compiled is not None:
-        layout = {k: values[k] for k in ("source", "class", "main_class")}
-        key = compile_key(fingerprint or runtime.fingerprint(), job.source_code, layout)
+        key = compile_key(fingerprint or runtime.fingerprint(), job.source_code, plan.layout())
         hit = compiled.get(key)
         if hit is not None and not hit.ok:
             result.compile = CompileResult(
@@ -399,19 +234,19 @@ def _compile(
                 )
                 return True
             # an unusable entry: compile for real below
-    argv = runtime.expand(compile_argv or runtime.compile, **values)
+    argv = runtime.expand(plan.compile_argv or runtime.compile, **values)
     climits = COMPILE_LIMITS
     if runtime.compile_memory_mb is not None:
         climits = climits.scaled(memory_mb=runtime.compile_memory_mb)
-    if warm:
-        done = _compile_warm(sandbox, runtime, job, values, argv, climits, result, compiled, key)
+    if plan.warm_compile is not None:
+        done = _compile_warm(sandbox, runtime, job, plan, argv, climits, result, compiled, key)
         if done is not None:
             return done
     out = sandbox.run(argv, limits=climits, env=env, purpose="compile")
     spent = 0.0
-    if fallback is not None and not out.ok:
+    if plan.fallback is not None and not out.ok:
         spent = out.cpu_s
-        argv = runtime.expand(fallback, **values)
+        argv = runtime.expand(plan.fallback, **values)
         out = sandbox.run(argv, limits=climits, env=env, purpose="compile")
     comp = CompileResult(
         ok=out.ok,
@@ -473,7 +308,7 @@ def _compile_warm(
     sandbox: Session,
     runtime: Runtime,
     job: Job,
-    values: dict[str, str],
+    plan: BuildPlan,
     argv: list[str],
     climits: Limits,
     result: Result,
@@ -481,9 +316,9 @@ def _compile_warm(
     key: str,
 ) -> bool | None:
     """The warm compiler's answer as `_compile` gives it, or None: compile cold."""
-    reply = warm_compile(
-        runtime, argv, values["source"], job.source_code.encode("utf-8", "surrogatepass"), climits
-    )
+    assert plan.warm_compile is not None
+    source = job.source_code.encode("utf-8", "surrogatepass")
+    reply = plan.warm_compile(runtime, argv, plan.values["source"], source, climits)
     if reply is None:
         return None
     if reply.ok:
@@ -531,34 +366,16 @@ def _compile_and_run(
     sandbox: Session,
     runtime: Runtime,
     job: Job,
-    values: dict[str, str],
+    plan: BuildPlan,
     limits: Limits,
     result: Result,
     compiled: CompileCache | PolicyView | None = None,
-    fingerprint: str = "",
-    compile_argv: tuple[str, ...] | None = None,
-    warm: bool = False,
-    run_argv: tuple[str, ...] | None = None,
-    fallback: tuple[str, ...] | None = None,
-    ours: Sequence[Path] = (),
 ) -> None:
     workdir = sandbox.workdir
-    if runtime.compile is not None and not _compile(
-        sandbox,
-        runtime,
-        job,
-        values,
-        result,
-        compiled,
-        fingerprint,
-        compile_argv,
-        warm,
-        fallback,
-        ours,
-    ):
+    if runtime.compile is not None and not _compile(sandbox, runtime, job, plan, result, compiled):
         return
     env = default_env(workdir) | runtime.run_env
-    argv = runtime.expand(run_argv or runtime.run, **values)
+    argv = runtime.expand(plan.run_argv, **plan.values)
     for test in job.tests:
         out = sandbox.run(
             argv,

@@ -152,3 +152,33 @@ class Result:
             detail=str(raw.get("detail", "")),
             cached=bool(raw.get("cached", False)),
         )
+
+
+def job_from_dict(raw: dict[str, Any]) -> Job:
+    """The inverse of `job_to_dict` (the container agent's wire format of a job)."""
+    ov = raw.get("overrides")
+    return Job(
+        language=str(raw["language"]),
+        source_code=str(raw["source_code"]),
+        tests=tuple(TestCase.from_dict(t) for t in raw.get("tests", [])),
+        time_limit_s=float(raw.get("time_limit_s", 2.0)),
+        memory_limit_mb=int(raw.get("memory_limit_mb", 256)),
+        stop_on_first_fail=bool(raw.get("stop_on_first_fail", True)),
+        comparator=str(raw.get("comparator", "default")),
+        id=str(raw.get("id", "")),
+        overrides=RunOverrides(**ov) if ov else None,
+    )
+
+
+def job_to_dict(job: Job) -> dict[str, Any]:
+    return {
+        "language": job.language,
+        "source_code": job.source_code,
+        "tests": [t.to_dict() for t in job.tests],
+        "time_limit_s": job.time_limit_s,
+        "memory_limit_mb": job.memory_limit_mb,
+        "stop_on_first_fail": job.stop_on_first_fail,
+        "comparator": job.comparator,
+        "id": job.id,
+        "overrides": job.overrides.to_dict() if job.overrides else None,
+    }

@@ -9,7 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from code_eval_taskpack.execution.backends import Backend, LocalBackend, Session, register_backend
+from code_eval_taskpack.execution.backends import (
+    LocalBackend,
+    Session,
+    SessionBackend,
+    register_backend,
+)
 from code_eval_taskpack.execution.limits import Limits
 from code_eval_taskpack.execution.sandbox import CommandOutcome
 
@@ -55,7 +60,7 @@ class RecordingSession:
         self._inner.close()
 
 
-class RecordingBackend(Backend):
+class RecordingBackend(SessionBackend):
     """Delegates to the local backend; its results and cache keys carry its own name."""
 
     name = "recording"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from code_eval_taskpack.execution.backends import (
-    Backend,
     LocalBackend,
     Session,
+    SessionBackend,
     backend_names,
     get_backend,
     register_backend,
@@ -131,7 +131,7 @@ def test_recording_backend_judges_real_programs(tmp_path: Path) -> None:
     assert with_local.cache.get_key(with_local.key(jobs[0], resolve("Python 3"))) is None
 
 
-class _PromisingBackend(Backend):
+class _PromisingBackend(SessionBackend):
     """Promises a layer no session of it reports: `required` must refuse, in one place."""
 
     name = "promising"

@@ -12,6 +12,7 @@ import pytest
 
 from code_eval_taskpack.execution import Job, TestCase, Verdict
 from code_eval_taskpack.execution import sandbox as sandbox_mod
+from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.cache import ResultCache
 from code_eval_taskpack.execution.languages import resolve
 from code_eval_taskpack.execution.limits import Limits
@@ -92,7 +93,7 @@ def test_launcher_failures_of_a_compiled_program_are_infra_errors(
     require_binary("gcc")
     runtime = require_runtime("GNU C11")
     job = _c_job()
-    iso_probe = judge_with(runtime, job)
+    iso_probe = judge_with(runtime, job, backend=LocalBackend())
     assert iso_probe.verdict is Verdict.PASSED, iso_probe.detail
     if stage in ("setgid", "setuid"):
         require(bool(iso_probe.isolation.get("unprivileged_uid")), "no uid switch here (not root)")
@@ -101,7 +102,7 @@ def test_launcher_failures_of_a_compiled_program_are_infra_errors(
     if stage == "seccomp":
         require(bool(iso_probe.isolation.get("seccomp")), "no seccomp here")
     monkeypatch.setattr(sandbox_mod, "TEST_FAIL_STAGE", (stage, "run"))
-    result = judge_with(runtime, job)
+    result = judge_with(runtime, job, backend=LocalBackend())
     assert result.compile is not None and result.compile.ok
     assert result.verdict is Verdict.INFRA_ERROR, result.detail
     assert result.tests[0].verdict is Verdict.INFRA_ERROR
@@ -115,7 +116,7 @@ def test_a_compile_that_leaves_no_program_is_a_compilation_error() -> None:
     require_binary("gcc")
     runtime = dataclasses.replace(resolve("GNU C11"), compile=("/bin/true",))
     require(runtime.available, runtime.reason)
-    result = judge_with(runtime, _c_job())
+    result = judge_with(runtime, _c_job(), backend=LocalBackend())
     assert result.verdict is Verdict.COMPILATION_ERROR, result.detail
     assert "no runnable program" in result.detail
 
@@ -127,6 +128,6 @@ def test_go_package_without_main_is_a_compilation_error() -> None:
         source_code="package solution\n\nfunc Solve() int { return 1 }\n",
         tests=(TestCase("", ("1",)),),
     )
-    result = judge_with(runtime, job)
+    result = judge_with(runtime, job, backend=LocalBackend())
     assert result.verdict is Verdict.COMPILATION_ERROR, result.detail
     assert result.compile is not None and "produced no executable" in result.compile.stderr

@@ -14,6 +14,7 @@ import pytest
 
 from code_eval_taskpack.execution import TestCase, Verdict, go_direct, pch, startup
 from code_eval_taskpack.execution import warm_compiler as wc
+from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.execeval_compat import (
     EXECEVAL_RUNTIMES,
     execeval_commands,
@@ -55,7 +56,7 @@ def judge(runtime: Runtime, source: str, tests: tuple[TestCase, ...] = LUCKY_TES
         time_limit_s=5,
         memory_limit_mb=512,
     )
-    return judge_with(runtime, job)
+    return judge_with(runtime, job, backend=LocalBackend())
 
 
 # -- 1. custom commands disable every speed-up ---------------------------------------------------

@@ -1,37 +1,41 @@
 """Backends by name: `get_backend("local")`, `register_backend(name, factory)`.
 
-A second backend is a `Backend` subclass registered here; the runner and the engine need no
-change (see execution/README.md, "Backends"). A backend may take options (judge servers, a
-cluster address, an image): `get_backend(name, {"servers": "..."})` calls `factory(**options)`
-with string values; one instance is kept per name and options, so a process shares its warm
-containers, connections or cluster handle among engines."""
+A second backend is a `SessionBackend` or `JobBackend` subclass (`backends/base.py`) registered
+here; the runner and the engine need no change (see execution/README.md, "Backends"). Built-in
+backends are named by lazy "module:Class" strings, so importing the engine imports no backend
+it does not use. A backend may take options (judge servers, a cluster address, an image):
+`get_backend(name, {"servers": "..."})` calls `factory(**options)` with string values; one
+instance is kept per name and options, so a process shares its warm containers, connections or
+cluster handle among engines."""
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable, Mapping
+from typing import Any
 
-from ..backends.base import Backend, Session
-from ..backends.container import ContainerBackend
-from ..backends.local import LocalBackend
-from ..backends.raycluster import RayBackend
-from ..backends.remote import RemoteBackend
+from .base import Backend, JobBackend, Session, SessionBackend
 
-_registry: dict[str, Callable[..., Backend]] = {
-    "local": LocalBackend,
-    "remote": RemoteBackend,
-    "ray": RayBackend,
-    "container": ContainerBackend,
+#: a factory, or where its class lives ("module:Class", the module relative to this package)
+Factory = Callable[..., Backend] | str
+
+BUILT_IN: dict[str, str] = {
+    "local": ".local:LocalBackend",
+    "remote": ".remote:RemoteBackend",
+    "ray": ".raycluster:RayBackend",
+    "container": ".container:ContainerBackend",
 }
+_registry: dict[str, Factory] = dict(BUILT_IN)
 _instances: dict[tuple[str, tuple[tuple[str, str], ...]], Backend] = {}
 _lock = threading.Lock()
 #: the backend of an `Engine(backend=None)`; `set_default_backend` changes it for the process
 _default = ["local"]
 
 
-def register_backend(name: str, factory: Callable[..., Backend], replace: bool = False) -> None:
-    """Make `factory(**options)` reachable as `name`; a taken name is a ValueError unless
-    `replace`."""
+def register_backend(name: str, factory: Factory, replace: bool = False) -> None:
+    """Make `factory(**options)` reachable as `name` (`factory` may be a "module:Class" string,
+    imported when first used); a taken name is a ValueError unless `replace`."""
     if not name or not name.replace("-", "").replace("_", "").isalnum():
         raise ValueError(f"backend name must be a plain word: {name!r}")
     with _lock:
@@ -64,9 +68,10 @@ def get_backend(
         inst = _instances.get(key)
         if inst is not None:
             return inst
-        factory = _registry.get(name)
-        if factory is None:
+        found = _registry.get(name)
+        if found is None:
             raise ValueError(f"unknown backend {name!r}; use one of {tuple(sorted(_registry))}")
+        factory = _load(found)
         try:
             inst = factory(**opts)
         except TypeError as exc:  # an option the factory does not declare
@@ -75,6 +80,15 @@ def get_backend(
             raise ValueError(f"backend registered as {name!r} calls itself {inst.name!r}")
         _instances[key] = inst
         return inst
+
+
+def _load(factory: Factory) -> Callable[..., Backend]:
+    """The factory itself, or the class a "module:Class" string names."""
+    if not isinstance(factory, str):
+        return factory
+    module, _, attr = factory.partition(":")
+    loaded: Callable[..., Backend] = getattr(importlib.import_module(module, __name__), attr)
+    return loaded
 
 
 def set_default_backend(name: str) -> None:
@@ -87,12 +101,24 @@ def default_backend_name() -> str:
     return _default[0]
 
 
+#: the built-in backends' classes, importable from here as before (each loaded when asked for)
+_CLASSES = {"LocalBackend": "local", "RemoteBackend": "remote", "RayBackend": "ray"}
+
+
+def __getattr__(attr: str) -> Any:
+    if attr in _CLASSES:
+        return _load(BUILT_IN[_CLASSES[attr]])
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+
+
 __all__ = [
     "Backend",
+    "JobBackend",
     "LocalBackend",
     "RayBackend",
     "RemoteBackend",
     "Session",
+    "SessionBackend",
     "backend_names",
     "default_backend_name",
     "get_backend",

@@ -1,15 +1,16 @@
-"""The backend interface: where and how a program's commands run.
+"""The backend interface: where and how a program is judged.
 
-Two levels. A *session* backend (the local one) opens one `Session` per program (its files copied in, cgroup sets per purpose such as
-"compile" and "run"), runs commands in it under `Limits` (each returning a `CommandOutcome`),
-reports the session's isolation, and says how a `Runtime` is fingerprinted where it runs. The
-runner only talks to this interface; the isolation policy is checked here, once, for every
-backend (`open_session`), against the layers the backend declares it provides.
+Two kinds. A *session* backend (`SessionBackend`, the local one) opens one `Session` per program
+(its files copied in, cgroup sets per purpose such as "compile" and "run"), runs commands in it
+under `Limits` (each returning a `CommandOutcome`), reports the session's isolation, and says how
+a `Runtime` is fingerprinted where it runs; the shared runner judges with it. The isolation
+policy is checked here, once, for every session backend (`open_session`), against the layers the
+backend declares it provides.
 
-A *program* backend judges whole jobs somewhere else (an agent in a container, a judge server,
-a cluster node running the local backend): it overrides `judge` (one job) and `resolve` (the
-runtime as the place that judges sees it), and the engine keeps what stays in the caller's
-process: validation, the result cache, de-duplication and the worker pool.
+A *job* backend (`JobBackend`) judges whole jobs somewhere else (an agent in a container, a
+judge server, a cluster node running the local backend): it implements `judge` (one job) and
+may override `resolve` (the runtime as the place that judges sees it); the engine keeps what
+stays in the caller's process: validation, the result cache, de-duplication and the worker pool.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ class Session(Protocol):
 
 
 class Backend(abc.ABC):
-    """A place to run programs. Subclasses set `name` and `required_layers`, and implement
-    `_open`; everything else has a sensible default."""
+    """What the engine asks of every backend. Subclasses set `name` and `required_layers` and
+    derive from one of the two kinds (`SessionBackend`, `JobBackend`)."""
 
     #: registry name, recorded in every result's `isolation["backend"]`
     name: str = ""
@@ -61,20 +62,10 @@ class Backend(abc.ABC):
     required_layers: tuple[str, ...] = ()
     #: every layer this backend may report (a subset of `isolation.LAYERS`)
     layers: tuple[str, ...] = LAYERS
-
-    # -- what subclasses implement ----------------------------------------------------------
-
-    @abc.abstractmethod
-    def _open(
-        self,
-        files: Mapping[str, bytes],
-        purposes: Sequence[str],
-        policy: str,
-        ro_paths: Sequence[str],
-    ) -> Session:
-        """Build the session (may itself refuse with IsolationRefused / fail with SandboxError)."""
-
-    # -- what program backends override -------------------------------------------------------
+    #: True when the sandboxes this backend opens run on this host and may mount the engine's
+    #: own files made here (precompiled headers, the direct Go build's tools, start-up preludes)
+    #: and use this process's warm compilers: the toolchain speed-ups apply only then
+    host_files: bool = False
 
     def resolve(self, language: str) -> Runtime:
         """The runtime judging `language` where this backend judges (raises
@@ -82,6 +73,7 @@ class Backend(abc.ABC):
         whether a job is judged or answered INFRA_ERROR."""
         return resolve(language)
 
+    @abc.abstractmethod
     def judge(
         self,
         job: Job,
@@ -91,17 +83,13 @@ class Backend(abc.ABC):
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
     ) -> Result:
-        """Judge one validated job with an available `runtime`: session backends use the shared
-        runner (compile once, one fresh process per test); an engine failure may raise (the
-        engine turns it into INFRA_ERROR)."""
-        from ..runner import judge_with  # the runner imports this module
-
-        return judge_with(runtime, job, compiled, policy, input_limits, self)
+        """Judge one validated job with an available `runtime`; an engine failure may raise
+        (the engine turns it into INFRA_ERROR)."""
 
     def warm_compilers(self) -> bool:
         """Whether the runner may compile with a warm compiler on this host
         (`execution/warm_compiler.py`): only where the engine's own sandbox runs the programs."""
-        return False
+        return self.host_files
 
     def expect(self, items: Sequence[tuple[Job, Runtime]]) -> None:
         """Told the distinct programs of a batch before any is judged (what is worth preparing
@@ -152,6 +140,34 @@ class Backend(abc.ABC):
         """What results and `doctor` say about the backend."""
         return {"name": self.name, "required_layers": list(self.required_layers)}
 
+
+class SessionBackend(Backend):
+    """Runs a program's commands in sessions it opens; subclasses implement `_open`, and the
+    shared runner judges (compile once, one fresh process per test)."""
+
+    @abc.abstractmethod
+    def _open(
+        self,
+        files: Mapping[str, bytes],
+        purposes: Sequence[str],
+        policy: str,
+        ro_paths: Sequence[str],
+    ) -> Session:
+        """Build the session (may itself refuse with IsolationRefused / fail with SandboxError)."""
+
+    def judge(
+        self,
+        job: Job,
+        runtime: Runtime,
+        *,
+        compiled: CompileCache | None = None,
+        policy: str = "required",
+        input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+    ) -> Result:
+        from ..runner import judge_with  # imported when judging: job backends never need it
+
+        return judge_with(runtime, job, compiled, policy, input_limits, backend=self)
+
     # -- the one place the policy is checked ------------------------------------------------
 
     def open_session(
@@ -176,6 +192,11 @@ class Backend(abc.ABC):
             session.close()
             raise IsolationRefused(refusal)
         return session
+
+
+class JobBackend(Backend):
+    """Judges whole jobs elsewhere (usually by running a session backend there); subclasses
+    implement `judge`, and may implement `judge_batch`."""
 
 
 def verdict_under_policy(

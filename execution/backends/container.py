@@ -39,8 +39,8 @@ from ..isolation import CONTAINER_LAYERS, REQUIRED_LAYERS, check_policy, policy_
 from ..languages import Runtime
 from ..limits import COMPILE_LIMITS
 from ..sandbox import SandboxError
-from ..types import Job, Result, Verdict
-from .base import Backend, Session, verdict_under_policy
+from ..types import Job, Result, Verdict, job_to_dict
+from .base import JobBackend, verdict_under_policy
 from .seccomp_profile import write_profile
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -198,7 +198,7 @@ class _Container:
             )
 
 
-class ContainerBackend(Backend):
+class ContainerBackend(JobBackend):
     """Programs judged by the agent in warm containers of the judge image."""
 
     name = "container"
@@ -332,9 +332,6 @@ class ContainerBackend(Backend):
             self._all.append(c)
         return c
 
-    def _open(self, files, purposes, policy, ro_paths) -> Session:  # type: ignore[no-untyped-def]
-        raise SandboxError("the container backend judges whole programs (judge), not sessions")
-
     def host_refusal(self, policy: str) -> str:
         super().host_refusal(policy)
         try:
@@ -360,7 +357,6 @@ class ContainerBackend(Backend):
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
     ) -> Result:
-        from ..agent import job_to_dict
 
         c = self._acquire()
         refusal = self._refusal(policy, c)

@@ -5,18 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .. import pch
-from ..backends.base import Backend, Session
 from ..isolation import REQUIRED_LAYERS
 from ..languages import Runtime
 from ..sandbox import Sandbox, host_refusal
 from ..types import Job
+from .base import Session, SessionBackend
 
 
-class LocalBackend(Backend):
+class LocalBackend(SessionBackend):
     """Programs run in a namespace sandbox on this host, with the host's compilers."""
 
     name = "local"
     required_layers = REQUIRED_LAYERS
+    host_files = True
 
     def _open(
         self,
@@ -29,9 +30,6 @@ class LocalBackend(Backend):
 
     def host_refusal(self, policy: str) -> str:
         return host_refusal(policy)
-
-    def warm_compilers(self) -> bool:
-        return True
 
     def expect(self, items: Sequence[tuple[Job, Runtime]]) -> None:
         pch.expect((runtime, job.source_code) for job, runtime in items)

@@ -23,8 +23,15 @@ from ..isolation import REQUIRED_LAYERS
 from ..languages import Runtime
 from ..types import Job, Result, Verdict
 from .base import verdict_under_policy
-from .ray_dispatch import Program, programs, share, steal
-from .raycluster import MAX_ACTOR_RESTARTS, TASK_RETRIES, NodeState
+from .ray_dispatch import (
+    MAX_ACTOR_RESTARTS,
+    TASK_RETRIES,
+    NodeState,
+    Program,
+    programs,
+    share,
+    steal,
+)
 
 if TYPE_CHECKING:
     from .raycluster import RayBackend

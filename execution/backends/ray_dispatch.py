@@ -14,10 +14,27 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .. import pch
 from ..languages import Runtime
 from ..types import Job
+
+#: times a program is sent again after the worker or node judging it was lost
+TASK_RETRIES = 3
+#: judges started again on one live node within one batch before the node is left out
+MAX_ACTOR_RESTARTS = 2
+
+
+@dataclass
+class NodeState:
+    """A live node as a batch uses it: its CPUs and its judge (None until started)."""
+
+    node_id: str
+    name: str  # host/node-id prefix, as results name it
+    cpus: int
+    resources: dict[str, Any]
+    judge: Any = None
 
 
 @dataclass

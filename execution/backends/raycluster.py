@@ -40,22 +40,19 @@ from ..isolation import check_policy
 from ..languages import Runtime, resolve
 from ..sandbox import SandboxError
 from ..types import Job, Result
-from .base import Backend, Session
+from .base import JobBackend
 from .ray_auth import TokenEnvironment, node_refusal
+from .ray_dispatch import NodeState
 from .ray_node import ACTOR_CLASS, NodeJudge, node_auth_mode, node_identity
 
 log = logging.getLogger(__name__)
 
 #: most jobs in one call to a node's judge (whole programs; a bigger program goes alone)
 DEFAULT_CHUNK = 1
-#: times a program is sent again after the worker or node judging it was lost
-TASK_RETRIES = 3
 #: the Ray resource a node declares for each language cluster it judges (`judge:C++`)
 LANGUAGE_RESOURCE = "judge:"
 #: seconds a node's judge may take to come up before the node is left out of a batch
 ACTOR_START_S = 120.0
-#: judges started again on one live node within one batch before the node is left out
-MAX_ACTOR_RESTARTS = 2
 
 __all__ = ["ACTOR_CLASS", "RayBackend", "merge_node_runtimes", "node_identity", "node_runtime"]
 
@@ -132,18 +129,7 @@ def merge_node_runtimes(
     return rt, len(fps) > 1
 
 
-@dataclasses.dataclass
-class NodeState:
-    """A live node as a batch uses it: its CPUs and its judge (None until started)."""
-
-    node_id: str
-    name: str  # host/node-id prefix, as results name it
-    cpus: int
-    resources: dict[str, Any]
-    judge: Any = None
-
-
-class RayBackend(Backend):
+class RayBackend(JobBackend):
     """Judges batches on a Ray cluster, one long-lived local engine per node."""
 
     name = "ray"
@@ -318,15 +304,6 @@ class RayBackend(Backend):
         node.judge = None
 
     # -- the backend interface ---------------------------------------------------------------
-
-    def _open(
-        self,
-        files: Mapping[str, bytes],
-        purposes: Sequence[str],
-        policy: str,
-        ro_paths: Sequence[str],
-    ) -> Session:
-        raise SandboxError("the ray backend judges whole programs on its nodes")
 
     def host_refusal(self, policy: str) -> str:
         check_policy(policy)

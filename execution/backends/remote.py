@@ -43,9 +43,8 @@ from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
 from ..isolation import REQUIRED_LAYERS, check_policy
 from ..languages import Runtime, resolve
 from ..limits import MB
-from ..sandbox import SandboxError
 from ..types import Job, Result, TestResult, Verdict
-from .base import Backend, Session, verdict_under_policy
+from .base import JobBackend, verdict_under_policy
 from .remote_protocol import (
     INFO_REPLY_BYTES,
     ProtocolError,
@@ -132,7 +131,7 @@ def parse_server(url: str) -> Server:
     )
 
 
-class RemoteBackend(Backend):
+class RemoteBackend(JobBackend):
     """Judges whole jobs on judge servers; the engine keeps validation, cache and dedup."""
 
     name = "remote"
@@ -169,15 +168,6 @@ class RemoteBackend(Backend):
         self._unable: dict[str, dict[str, str]] = {}
 
     # -- the backend interface ---------------------------------------------------------------
-
-    def _open(
-        self,
-        files: Mapping[str, bytes],
-        purposes: Sequence[str],
-        policy: str,
-        ro_paths: Sequence[str],
-    ) -> Session:
-        raise SandboxError("the remote backend judges whole programs on its servers")
 
     def host_refusal(self, policy: str) -> str:
         """Refused when no server answers, or (fail closed) when a server may not judge under

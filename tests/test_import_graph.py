@@ -1,0 +1,157 @@
+"""The engine's import graph, read from the source (every import, those inside functions too):
+no circle inside `execution/`, no concrete backend named by `isinstance` outside `backends/`, and
+a runner that names no toolchain speed-up (the strategies are resolved from the catalog)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "execution"
+#: modules of the toolchain speed-ups, which the runner must reach only through the strategies
+SPEED_UPS = ("pch", "go_direct", "startup", "warm_compiler")
+CONCRETE_BACKENDS = ("LocalBackend", "RemoteBackend", "RayBackend", "ContainerBackend")
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """Line numbers of imports under `if TYPE_CHECKING:` (never run)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for inner in node.body:
+                lines.update(n.lineno for n in ast.walk(inner) if hasattr(n, "lineno"))
+    return lines
+
+
+def _parents(target: str, importer: str) -> list[str]:
+    """The packages Python loads before `target` (those not already loading `importer`)."""
+    parts = target.split(".")
+    return [
+        ".".join(parts[:i])
+        for i in range(1, len(parts))
+        if not importer.startswith(".".join(parts[:i]) + ".")
+    ]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of `execution/` it imports when run ("" is the package itself)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_checking_only(tree)
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        if name == "":
+            package = []
+        out: set[str] = set()
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom) or not node.level or node.lineno in skip:
+                continue
+            base = package[: len(package) - (node.level - 1)]
+            target = base + (node.module.split(".") if node.module else [])
+            for alias in node.names:
+                as_module = ".".join([*target, alias.name])
+                found = as_module if as_module in modules else ".".join(target)
+                if found in modules and found != name:
+                    out.add(found)
+                    out.update(p for p in _parents(found, name) if p in modules and p != name)
+        graph[name] = out
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle (its modules in order, the first repeated at the end), or []."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for start in sorted(graph):
+        if start not in state:
+            cycle = visit(start)
+            if cycle:
+                return cycle
+    return []
+
+
+def test_no_import_circle_inside_execution() -> None:
+    graph = import_graph()
+    assert "engine" in graph and "backends.base" in graph["backends.local"]  # the graph is read
+    cycle = find_cycle(graph)
+    assert not cycle, "import circle: " + " -> ".join(m or "execution" for m in cycle)
+
+
+def test_the_cycle_finder_finds_a_circle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) == []
+
+
+def test_importing_the_engine_imports_no_job_backend() -> None:
+    graph = import_graph()
+    seen: set[str] = set()
+    todo = ["engine"]
+    while todo:
+        mod = todo.pop()
+        if mod not in seen:
+            seen.add(mod)
+            todo.extend(graph.get(mod, ()))
+    eager = sorted(m for m in seen if m.startswith("backends.") and m != "backends.base")
+    assert not eager, f"the engine imports backends it may not use: {eager}"
+
+
+def test_no_isinstance_of_a_concrete_backend_outside_backends() -> None:
+    offenders: list[str] = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.parent.name == "backends":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "isinstance":
+                named = ast.unparse(node.args[1]) if len(node.args) > 1 else ""
+                if any(cls in named for cls in CONCRETE_BACKENDS):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {named}")
+    assert not offenders, offenders
+
+
+def test_runner_names_no_speed_up() -> None:
+    tree = ast.parse((ROOT / "runner.py").read_text(encoding="utf-8"))
+    named: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            named.update((node.module or "").split("."))
+            named.update(a.name for a in node.names)
+        elif isinstance(node, ast.Name | ast.Attribute):
+            named.add(node.id if isinstance(node, ast.Name) else node.attr)
+    assert not named & set(SPEED_UPS), sorted(named & set(SPEED_UPS))
+
+
+def test_every_declared_strategy_is_registered_and_loads() -> None:
+    from code_eval_taskpack.execution.languages import runtimes
+    from code_eval_taskpack.execution.strategies import STRATEGIES, strategy
+
+    declared = {name for rt in runtimes() for name in rt.strategies}
+    assert declared == set(STRATEGIES), declared ^ set(STRATEGIES)
+    for name in sorted(declared):
+        assert callable(strategy(name).applies) and callable(strategy(name).apply)
+    assert all("strategies" not in rt.raw for rt in runtimes())  # not in any fingerprint
