@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import config
 from .sandbox import is_system_path
 
 if sys.version_info >= (3, 11):
@@ -36,12 +37,12 @@ else:  # pragma: no cover - Python 3.10
 REGISTRY_PATH = Path(__file__).with_name("languages.toml")
 #: set to 1, runtimes with a `compile_classic` / `run_classic` entry use it instead of `compile` /
 #: `run`: the command lines of engine versions before the build and start-up speed-ups
-CLASSIC_ENV = "CODE_EVAL_CLASSIC_BUILD"
+CLASSIC_ENV = config.BY_FIELD["classic_build"].env
 
 
 def classic_build() -> bool:
     """Whether the classic (pre-speed-up) compile and run command lines are asked for."""
-    return os.environ.get(CLASSIC_ENV, "").strip() not in ("", "0")
+    return config.current().classic_build
 
 
 class UnknownLanguageError(ValueError):
@@ -415,7 +416,7 @@ def registry() -> Registry:
 
 
 #: The language clusters, from the registry's [clusters] table.
-CLUSTERS: tuple[str, ...] = tuple(registry().clusters)
+CLUSTERS: tuple[str, ...] = tuple(load_registry(classic=False).clusters)  # not a switch: at import
 
 
 def resolve(name: str) -> Runtime:
