@@ -21,9 +21,11 @@ here like an environment variable's (`EngineConfig.from_mapping`).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,9 +160,27 @@ class EngineConfig:
         return dataclasses.replace(self, **changes)
 
 
+_ACTIVE: contextvars.ContextVar[EngineConfig | None] = contextvars.ContextVar(
+    "engine_config", default=None
+)
+
+
 def current() -> EngineConfig:
-    """The switches as the environment sets them now (read on every call)."""
-    return EngineConfig.from_env()
+    """The switches of the engine judging in this thread (`using`), else as the environment
+    sets them now (read on every call)."""
+    active = _ACTIVE.get()
+    return active if active is not None else EngineConfig.from_env()
+
+
+@contextlib.contextmanager
+def using(config: EngineConfig | None) -> Iterator[None]:
+    """`current()` is `config` in this thread (and context) while the block runs; None: the
+    environment."""
+    token = _ACTIVE.set(config)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
 
 
 def env_value(field: str) -> Any:

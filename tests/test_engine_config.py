@@ -7,16 +7,21 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from code_eval_taskpack.execution import cache, go_direct, languages, pch, warm_compiler
+from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.config import (
     SWITCHES,
     EngineConfig,
     current,
     parse,
 )
+from code_eval_taskpack.execution.engine import Engine
+from code_eval_taskpack.execution.languages import Runtime
+from code_eval_taskpack.execution.types import Job, Result, TestCase, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTION = ROOT / "execution"
@@ -165,3 +170,35 @@ def test_only_the_configuration_module_reads_engine_variables() -> None:
             found += [f"{path.relative_to(ROOT)}:{line}" for line in _engine_names(tree)]
     assert found == [], f"engine variables read outside execution/config.py: {found}"
     assert _engine_names(ast.parse((EXECUTION / "config.py").read_text())), "the check sees names"
+
+
+class _SwitchRecorder(LocalBackend):
+    """The local backend, noting the switches the toolchain layer sees while a program runs."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[bool, bool]] = []
+
+    def judge(self, job: Job, runtime: Runtime, **kwargs: Any) -> Result:
+        self.seen.append((pch.enabled(), warm_compiler.enabled()))
+        return super().judge(job, runtime, **kwargs)
+
+
+def test_engine_config_reaches_the_local_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODE_EVAL_PCH", "1")
+    monkeypatch.setenv("CODE_EVAL_WARM_COMPILERS", "1")
+    job = Job(language="Python 3", source_code="print(input())", tests=(TestCase("7\n", ("7",)),))
+    backend = _SwitchRecorder()
+    chosen = Engine(workers=1, backend=backend, config=EngineConfig(pch=False))
+    assert chosen.judge(job).verdict is Verdict.PASSED
+    following = Engine(workers=1, backend=backend)  # None: the environment, when judging
+    monkeypatch.setenv("CODE_EVAL_WARM_COMPILERS", "off")
+    assert following.judge(job).verdict is Verdict.PASSED
+    assert backend.seen == [(False, True), (True, False)]
+    assert pch.enabled()  # the engine's switches hold only while it judges
+
+
+def test_engine_rejects_a_bad_environment_when_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODE_EVAL_GO_DIRECT", "maybe")
+    with pytest.raises(ValueError, match="CODE_EVAL_GO_DIRECT='maybe'"):
+        Engine(workers=1)
+    assert Engine(workers=1, config=EngineConfig()).config == EngineConfig()
