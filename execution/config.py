@@ -187,3 +187,58 @@ def env_value(field: str) -> Any:
     """One switch's value from the environment now (the others are not read)."""
     switch = BY_FIELD[field]
     return parse(switch, os.environ.get(switch.env))
+
+
+# --------------------------------------------------------------------------- the README's table
+
+README = Path(__file__).with_name("README.md")
+TABLE_BEGIN = "<!-- engine switches: begin (generated from execution/config.py; do not edit) -->"
+TABLE_END = "<!-- engine switches: end -->"
+
+
+def render_table() -> str:
+    """The README's table of `SWITCHES` (Markdown), one row per switch."""
+    rows = ["| environment variable | type | default | meaning |", "|---|---|---|---|"]
+    for s in SWITCHES:
+        if s.default_doc:
+            default = s.default_doc
+        elif isinstance(s.default, bool):
+            default = f"`{str(s.default).lower()}`"
+        else:
+            default = f"`{s.default}`"
+        kind = {bool: "boolean", int: f"integer ≥ {s.minimum}", Path: "path"}[s.kind]
+        doc = s.doc.replace("|", "\\|")
+        rows.append(f"| `{s.env}` | {kind} | {default} | {doc} |")
+    return "\n".join(rows)
+
+
+def rendered_readme(text: str) -> str:
+    """`text` (the README) with the text between its switch-table markers rendered anew."""
+    head, sep, rest = text.partition(TABLE_BEGIN)
+    if not sep or TABLE_END not in rest:
+        raise ValueError(f"{README}: no engine switch table markers")
+    return f"{head}{TABLE_BEGIN}\n{render_table()}\n{TABLE_END}{rest.split(TABLE_END, 1)[1]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m code_eval_taskpack.execution.config [--check]`: write the README's table, or
+    with --check change nothing and fail when it is out of date (a test runs it)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="render the engine switch table")
+    parser.add_argument("--check", action="store_true", help="fail if the README is out of date")
+    args = parser.parse_args(argv)
+    text = README.read_text(encoding="utf-8")
+    new = rendered_readme(text)
+    if args.check:
+        if new != text:
+            print(f"out of date: {README} (run python -m code_eval_taskpack.execution.config)")
+        return 1 if new != text else 0
+    if new != text:
+        README.write_text(new, encoding="utf-8")
+        print(f"wrote {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

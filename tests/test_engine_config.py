@@ -202,3 +202,15 @@ def test_engine_rejects_a_bad_environment_when_made(monkeypatch: pytest.MonkeyPa
     with pytest.raises(ValueError, match="CODE_EVAL_GO_DIRECT='maybe'"):
         Engine(workers=1)
     assert Engine(workers=1, config=EngineConfig()).config == EngineConfig()
+
+
+def test_readme_switch_table_is_rendered_from_the_declarations() -> None:
+    from code_eval_taskpack.execution import config
+
+    text = config.README.read_text(encoding="utf-8")
+    assert config.rendered_readme(text) == text, "run python -m code_eval_taskpack.execution.config"
+    assert config.main(["--check"]) == 0
+    for switch in SWITCHES:
+        assert f"`{switch.env}`" in config.render_table()
+    with pytest.raises(ValueError, match="markers"):
+        config.rendered_readme("no table here")
