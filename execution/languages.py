@@ -410,13 +410,20 @@ def load_registry(path: Path = REGISTRY_PATH, classic: bool | None = None) -> Re
     )
 
 
+@functools.lru_cache(maxsize=2)
+def _shipped(classic: bool) -> Registry:
+    return load_registry(classic=classic)
+
+
 @functools.lru_cache(maxsize=1)
 def registry() -> Registry:
-    return load_registry()
+    """The shipped registry, with the classic command lines if the switch asks for them when
+    it is first needed (not at import: a bad switch value is an error there)."""
+    return _shipped(classic_build())
 
 
-#: The language clusters, from the registry's [clusters] table.
-CLUSTERS: tuple[str, ...] = tuple(load_registry(classic=False).clusters)  # not a switch: at import
+#: The language clusters, from the registry's [clusters] table (the same in both forms).
+CLUSTERS: tuple[str, ...] = tuple(_shipped(False).clusters)
 
 
 def resolve(name: str) -> Runtime:
