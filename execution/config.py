@@ -77,8 +77,9 @@ SWITCHES: tuple[Switch, ...] = (
 )  # fmt: skip
 
 BY_FIELD = {s.field: s for s in SWITCHES}
-#: the switches a judge node accepts from its driver (how programs are built, never isolation)
-SPEEDUPS = ("pch", "go_direct", "warm_compilers", "classic_build")
+#: the switches a judge node accepts from its driver (how programs are built, never isolation;
+#: not classic_build: a process's registry keeps the command lines it was loaded with)
+SPEEDUPS = ("pch", "go_direct", "warm_compilers")
 
 
 def parse(switch: Switch, value: Any) -> Any:
@@ -174,8 +175,11 @@ def current() -> EngineConfig:
 
 @contextlib.contextmanager
 def using(config: EngineConfig | None) -> Iterator[None]:
-    """`current()` is `config` in this thread (and context) while the block runs; None: the
-    environment."""
+    """`current()` is `config` in this thread (and context) while the block runs; None changes
+    nothing (what is active stays, else the environment)."""
+    if config is None:
+        yield
+        return
     token = _ACTIVE.set(config)
     try:
         yield

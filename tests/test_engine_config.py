@@ -107,10 +107,18 @@ def test_from_env_reads_a_given_mapping_and_values_in_code_obey_the_rule() -> No
 
 def test_speedups_sent_with_a_job_are_validated() -> None:
     base = EngineConfig()
-    sent = EngineConfig(pch=False, classic_build=True).speedups()
-    assert base.with_speedups(sent) == EngineConfig(pch=False, classic_build=True)
+    sent = EngineConfig(pch=False, classic_build=True, warm_servers=3).speedups()
+    assert sent == {"pch": False, "go_direct": True, "warm_compilers": True}
+    assert base.with_speedups(sent) == EngineConfig(pch=False)
     assert base.with_speedups(None) is base
-    for hostile in ({"cache": "/etc"}, {"warm_servers": 1000}, {"pch": "no"}, ["pch"], {"x": 1}):
+    for hostile in (
+        {"cache": "/etc"},
+        {"warm_servers": 1000},
+        {"classic_build": True},
+        {"pch": "no"},
+        ["pch"],
+        {"x": 1},
+    ):
         with pytest.raises(ValueError):
             base.with_speedups(hostile)
 
@@ -214,3 +222,16 @@ def test_readme_switch_table_is_rendered_from_the_declarations() -> None:
         assert f"`{switch.env}`" in config.render_table()
     with pytest.raises(ValueError, match="markers"):
         config.rendered_readme("no table here")
+
+
+def test_using_nests_and_none_keeps_what_is_active(monkeypatch: pytest.MonkeyPatch) -> None:
+    from code_eval_taskpack.execution.config import using
+
+    monkeypatch.setenv("CODE_EVAL_PCH", "1")
+    with using(EngineConfig(pch=False)):
+        with using(None):
+            assert not pch.enabled()
+        with using(EngineConfig(pch=True)):
+            assert pch.enabled()
+        assert not pch.enabled()
+    assert pch.enabled()
