@@ -235,3 +235,44 @@ def test_using_nests_and_none_keeps_what_is_active(monkeypatch: pytest.MonkeyPat
             assert pch.enabled()
         assert not pch.enabled()
     assert pch.enabled()
+
+
+def test_a_judge_server_takes_the_drivers_speedups_and_only_those(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import http.client
+    import json
+    import threading
+
+    from code_eval_taskpack.execution.backends.remote import RemoteBackend
+    from code_eval_taskpack.execution.backends.remote_protocol import job_to_wire
+    from code_eval_taskpack.execution.server import make_server
+
+    monkeypatch.setenv("CODE_EVAL_PCH", "1")
+    monkeypatch.setenv("CODE_EVAL_WARM_COMPILERS", "1")
+    srv = make_server("127.0.0.1", 0, workers=1)
+    recorder = _SwitchRecorder()
+    srv.engine.backend = recorder
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port = srv.server_address[1]
+    job = Job(language="Python 3", source_code="print(input())", tests=(TestCase("5\n", ("5",)),))
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for config in (EngineConfig(pch=False), EngineConfig()):
+            driver = Engine(workers=1, backend=RemoteBackend(servers=url), config=config)
+            assert driver.judge(job).verdict is Verdict.PASSED
+        assert recorder.seen == [(False, True), (True, True)]
+        for hostile in ({"cache": "/etc"}, {"pch": "off"}, {"classic_build": True}, [1]):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            body = json.dumps({"job": job_to_wire(job), "engine": hostile})
+            conn.request(
+                "POST", "/api/judge", body=body, headers={"Content-Type": "application/json"}
+            )
+            reply = conn.getresponse()
+            assert reply.status == 400, hostile
+            assert "engine switch" in json.loads(reply.read())["error"]
+            conn.close()
+        assert len(recorder.seen) == 2  # nothing judged for a hostile body
+    finally:
+        srv.shutdown()
+        srv.server_close()
