@@ -256,9 +256,10 @@ class Engine:
 
         items = [prepared[idx[0]] for _, idx in todo]
         try:
-            self.backend.judge_batch(
-                items, on_result, policy=self.isolation, input_limits=self.input_limits
-            )
+            with using(self.config):  # what a job backend sends on with the jobs
+                self.backend.judge_batch(
+                    items, on_result, policy=self.isolation, input_limits=self.input_limits
+                )
         except Exception as exc:  # the backend failed as a whole: what is unanswered is ours
             failure = f"engine error: {exc!r}\n{traceback.format_exc(limit=5)}"
         else:

@@ -276,3 +276,25 @@ def test_a_judge_server_takes_the_drivers_speedups_and_only_those(
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_a_ray_node_takes_the_drivers_speedups_and_only_those(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from code_eval_taskpack.execution.backends import ray_node
+    from code_eval_taskpack.execution.backends.ray_node import NodeJudge
+    from code_eval_taskpack.execution.inputs import DEFAULT_INPUT_LIMITS
+
+    # the node's name comes from Ray (seconds to import); the judging under test does not
+    monkeypatch.setattr(ray_node, "node_identity", lambda: {"node": "here"})
+
+    node = NodeJudge(1)
+    job = Job(language="Python 3", source_code="print(input())", tests=(TestCase("3\n", ("3",)),))
+    _, results = node.judge([job], "required", DEFAULT_INPUT_LIMITS, {"pch": False})
+    assert results[0]["verdict"] == "PASSED"
+    [(key, engine)] = node._engines.items()
+    assert engine.config is not None and engine.config.pch is False and key[2] == engine.config
+    for hostile in ({"cache": "/etc"}, {"warm_servers": 64}, {"go_direct": "0"}):
+        with pytest.raises(ValueError, match="engine switch"):
+            node.judge([job], "required", DEFAULT_INPUT_LIMITS, hostile)
+    assert len(node._engines) == 1
