@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from . import config
 from .types import Job, Result, Verdict
 from .version import ENGINE_VERSION
 
@@ -49,7 +50,8 @@ def cache_root() -> Path:
     downloads (`urls/`). Always absolute (a relative `$CODE_EVAL_CACHE` is taken from the
     current directory here, once): its paths are handed to sandboxes, whose working directory is
     their own."""
-    base = os.environ.get("CODE_EVAL_CACHE") or str(Path.home() / ".cache" / "code_eval_taskpack")
+    chosen = config.current().cache
+    base = str(chosen) if chosen is not None else str(Path.home() / ".cache" / "code_eval_taskpack")
     with _roots_lock:  # once per value: a later chdir of the process does not move the cache
         return _roots.setdefault(base, absolute(base))
 

@@ -23,6 +23,7 @@ from .backends.base import verdict_under_policy
 from .cache import ResultCache, job_key
 from .compare import MODES
 from .compile_cache import CompileCache
+from .config import EngineConfig, using
 from .inputs import DEFAULT_INPUT_LIMITS, InputLimits, validate_job
 from .isolation import check_policy
 from .languages import Runtime
@@ -37,7 +38,9 @@ class Engine:
     every layer its backend promises (`Backend.required_layers`), else its result is an
     INFRA_ERROR naming the missing layers; "best-effort" runs with what the host offers (results
     list what is missing). `backend` is where programs run: a registered name
-    (`execution.backends`, default "local") or a `Backend` instance.
+    (`execution.backends`, default "local") or a `Backend` instance. `config` holds the engine
+    switches (`execution.config`) the local backend's speed-ups obey while this engine judges;
+    None follows the environment (`classic_build` is the registry's, chosen when it is loaded).
     """
 
     def __init__(
@@ -48,10 +51,16 @@ class Engine:
         isolation: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
         backend: str | Backend | None = None,
+        config: EngineConfig | None = None,
     ) -> None:
         if comparator not in MODES:
             raise ValueError(f"unknown comparator {comparator!r}; use one of {MODES}")
         self.isolation = check_policy(isolation)
+        # the switches (config.py); None follows the environment as it is when a program is
+        # judged, checked here so that a bad value is an error now rather than per program
+        self.config = config
+        if config is None:
+            EngineConfig.from_env()
         self.backend = get_backend(backend)  # unknown names raise ValueError
         self.workers = (
             max(1, int(workers)) if workers else (self.backend.parallelism() or cpu_count())
@@ -137,13 +146,14 @@ class Engine:
             try:
                 if not runtime.available:
                     return _unavailable(runtime)
-                return self.backend.judge(
-                    job,
-                    runtime,
-                    compiled=self.compiled,
-                    policy=self.isolation,
-                    input_limits=self.input_limits,
-                )
+                with using(self.config):
+                    return self.backend.judge(
+                        job,
+                        runtime,
+                        compiled=self.compiled,
+                        policy=self.isolation,
+                        input_limits=self.input_limits,
+                    )
             except Exception as exc:  # an engine bug must not become the program's fault
                 return Result(
                     verdict=Verdict.INFRA_ERROR,
@@ -246,9 +256,10 @@ class Engine:
 
         items = [prepared[idx[0]] for _, idx in todo]
         try:
-            self.backend.judge_batch(
-                items, on_result, policy=self.isolation, input_limits=self.input_limits
-            )
+            with using(self.config):  # what a job backend sends on with the jobs
+                self.backend.judge_batch(
+                    items, on_result, policy=self.isolation, input_limits=self.input_limits
+                )
         except Exception as exc:  # the backend failed as a whole: what is unanswered is ours
             failure = f"engine error: {exc!r}\n{traceback.format_exc(limit=5)}"
         else:

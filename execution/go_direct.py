@@ -33,11 +33,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import config
 from .languages import Runtime, catalog_commands
 from .sandbox import SharedFolder
 from .startup import Prober, publish
 
-ENV = "CODE_EVAL_GO_DIRECT"
+ENV = config.BY_FIELD["go_direct"].env
 KEY = "compile_direct"
 #: what the compiler may import (no internal or vendored package: the go command refuses them in
 #: a program) and what the linker may link (every listed package)
@@ -51,7 +52,7 @@ _CONSTRAINT = re.compile(r"^[ \t]*//[ \t]*(?:go:build|\+build)", re.MULTILINE)
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off", "")
+    return config.current().go_direct
 
 
 @dataclass(frozen=True)

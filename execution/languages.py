@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import config
 from .sandbox import is_system_path
 
 if sys.version_info >= (3, 11):
@@ -36,12 +37,12 @@ else:  # pragma: no cover - Python 3.10
 REGISTRY_PATH = Path(__file__).with_name("languages.toml")
 #: set to 1, runtimes with a `compile_classic` / `run_classic` entry use it instead of `compile` /
 #: `run`: the command lines of engine versions before the build and start-up speed-ups
-CLASSIC_ENV = "CODE_EVAL_CLASSIC_BUILD"
+CLASSIC_ENV = config.BY_FIELD["classic_build"].env
 
 
 def classic_build() -> bool:
     """Whether the classic (pre-speed-up) compile and run command lines are asked for."""
-    return os.environ.get(CLASSIC_ENV, "").strip() not in ("", "0")
+    return config.current().classic_build
 
 
 class UnknownLanguageError(ValueError):
@@ -416,13 +417,20 @@ def load_registry(path: Path = REGISTRY_PATH, classic: bool | None = None) -> Re
     )
 
 
+@functools.lru_cache(maxsize=2)
+def _shipped(classic: bool) -> Registry:
+    return load_registry(classic=classic)
+
+
 @functools.lru_cache(maxsize=1)
 def registry() -> Registry:
-    return load_registry()
+    """The shipped registry, with the classic command lines if the switch asks for them when
+    it is first needed (not at import: a bad switch value is an error there)."""
+    return _shipped(classic_build())
 
 
-#: The language clusters, from the registry's [clusters] table.
-CLUSTERS: tuple[str, ...] = tuple(registry().clusters)
+#: The language clusters, from the registry's [clusters] table (the same in both forms).
+CLUSTERS: tuple[str, ...] = tuple(_shipped(False).clusters)
 
 
 def resolve(name: str) -> Runtime:

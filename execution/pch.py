@@ -33,12 +33,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import config
 from .cache import atomic_write, cache_root
 from .languages import Runtime, catalog_commands
 from .limits import COMPILE_LIMITS, MB, Limits
 from .sandbox import SharedFolder
 
-ENV = "CODE_EVAL_PCH"
+ENV = config.BY_FIELD["pch"].env
 HEADER = "pch.h"
 #: a leading include line: angle brackets, a plain header name (no `..`, no quotes)
 _INCLUDE = re.compile(
@@ -51,7 +52,7 @@ BUILD_LIMITS = COMPILE_LIMITS.scaled(output_bytes=512 * MB)
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "1").strip() not in ("0", "")
+    return config.current().pch
 
 
 def leading_headers(source: str) -> tuple[str, ...]:

@@ -51,6 +51,7 @@ from .auth import bearer_matches, bind_refusal
 from .backends import get_backend
 from .backends.remote_protocol import PROTOCOL_VERSION, ProtocolError, job_from_wire
 from .compare import MODES as COMPARATORS
+from .config import current, using
 from .engine import Engine
 from .errors import DataError
 from .execeval_compat import (
@@ -651,13 +652,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def _judge(self, raw: bytes) -> None:
         """`POST /api/judge`: one whole Job in, its whole Result out (INFRA_ERROR included:
-        the client decides what an engine failure means)."""
+        the client decides what an engine failure means). An `engine` object beside the job
+        holds the driver's speed-up switches (`config.SPEEDUPS`, booleans only)."""
         try:
             body = json.loads(raw)
-            if not isinstance(body, dict) or set(body) != {"job"}:
-                raise ProtocolError('the body must be {"job": {...}}')
+            if not isinstance(body, dict) or set(body) not in ({"job"}, {"job", "engine"}):
+                raise ProtocolError('the body must be {"job": {...}} (and "engine": {...})')
             job = job_from_wire(body["job"])
             validate_job(job, self.server.engine.input_limits)
+            # the driver's speed-up switches (config.SPEEDUPS only: never isolation), validated
+            switches = (self.server.engine.config or current()).with_speedups(body.get("engine"))
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             self._send(HTTPStatus.BAD_REQUEST, {"error": f"invalid JSON: {exc!r}"[:500]})
             return
@@ -667,7 +671,8 @@ class Handler(BaseHTTPRequestHandler):
         if not self._admit():
             return
         try:
-            result = self.server.engine.judge(job)
+            with using(switches):
+                result = self.server.engine.judge(job)
         finally:
             self.server.release()
         self._send(

@@ -44,6 +44,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import config
 from .cache import atomic_folder, cache_root
 from .languages import Runtime, catalog_commands
 from .limits import MB, Limits
@@ -51,7 +52,7 @@ from .sandbox import Sandbox, SandboxError, SharedFolder, SpawnedProcess, defaul
 
 log = logging.getLogger(__name__)
 
-ENV_SWITCH = "CODE_EVAL_WARM_COMPILERS"
+ENV_SWITCH = config.BY_FIELD["warm_compilers"].env
 #: the server program of each mode: its source and the file its compilation leaves
 SERVER_SOURCES = {
     "javac": (Path(__file__).with_name("java") / "CompileServer.java", "CompileServer.class"),
@@ -71,15 +72,13 @@ SERVER_CPU_S = 1800.0
 SERVER_WALL_S = 3600.0
 #: a warm compile's wall timeout as a share of the cold compile's CPU limit
 TIMEOUT_SHARE = 0.25
-#: servers per language (spec) and process; more make compiles wait less but warm up slower
-SERVERS_PER_LANGUAGE = max(1, int(os.environ.get("CODE_EVAL_WARM_SERVERS", "1").strip() or "1"))
 #: starts that fail in a row before a language's warm compiler is given up for the process
 MAX_START_FAILURES = 3
 
 
 def enabled() -> bool:
     """False when CODE_EVAL_WARM_COMPILERS is 0/false/no/off."""
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+    return config.current().warm_compilers
 
 
 @dataclass(frozen=True)
@@ -435,14 +434,18 @@ class WarmPool:
     test runs, so one server keeps up with the workers, and its JIT warms up on every program
     (measured at 2 workers, Kotlin: one server 1.4x faster than one per worker)."""
 
-    def __init__(self, per_spec: int = SERVERS_PER_LANGUAGE) -> None:
+    def __init__(self, per_spec: int | None = None) -> None:
         self._cond = threading.Condition()
         self._idle: dict[str, list[WarmServer]] = {}
         self._failures: dict[str, int] = {}
         self._count: dict[str, int] = {}
         self._live: set[WarmServer] = set()
-        self.per_spec = per_spec
+        self.per_spec = per_spec  # None: CODE_EVAL_WARM_SERVERS (config.py), read when needed
         self.started = 0
+
+    def _limit(self) -> int:
+        """Servers per spec: the pool's own number, else the engine switch's."""
+        return self.per_spec if self.per_spec is not None else config.current().warm_servers
 
     def servers(self) -> list[WarmServer]:
         """The servers alive now (idle or compiling)."""
@@ -459,7 +462,7 @@ class WarmPool:
                 idle = self._idle.get(key)
                 if idle:
                     return True, idle.pop()
-                if self._count.get(key, 0) < self.per_spec:
+                if self._count.get(key, 0) < self._limit():
                     self._count[key] = self._count.get(key, 0) + 1
                     return True, None
                 self._cond.wait()

@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..config import current
 from ..inputs import InputLimits
 from ..isolation import REQUIRED_LAYERS
 from ..languages import Runtime
@@ -73,6 +74,7 @@ class BatchRun:
         self.on_result = on_result
         self.policy = policy
         self.input_limits = input_limits
+        self.switches = current().speedups()  # the driver's speed-ups, sent with every call
         self.answered: set[int] = set()
         self.nodes: dict[str, NodeState] = {}
         self.queues: dict[str, deque[Program]] = {}
@@ -208,7 +210,7 @@ class BatchRun:
                 jobs = [
                     dataclasses.replace(self.items[i][0], id="") for p in progs for i in p.items
                 ]
-                ref = node.judge.judge.remote(jobs, self.policy, self.input_limits)
+                ref = node.judge.judge.remote(jobs, self.policy, self.input_limits, self.switches)
                 self.in_flight[ref] = call
                 busy[nid] = busy.get(nid, 0) + call.jobs
 

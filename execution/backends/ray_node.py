@@ -21,9 +21,10 @@ import importlib
 import os
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..config import EngineConfig, current
 from ..inputs import InputLimits
 from ..languages import resolve
 from ..types import Job
@@ -64,23 +65,26 @@ class NodeJudge:
 
     def __init__(self, cpus: int) -> None:
         self.cpus = max(1, int(cpus))
-        self._engines: dict[tuple[str, InputLimits], Engine] = {}
+        self._engines: dict[tuple[str, InputLimits, EngineConfig | None], Engine] = {}
         self._lock = threading.Lock()
 
-    def _engine(self, policy: str, input_limits: InputLimits) -> Engine:
+    def _engine(
+        self, policy: str, input_limits: InputLimits, config: EngineConfig | None = None
+    ) -> Engine:
         from ..engine import Engine
         from .local import LocalBackend
 
         with self._lock:
-            engine = self._engines.get((policy, input_limits))
+            engine = self._engines.get((policy, input_limits, config))
             if engine is None:
                 engine = Engine(
                     workers=self.cpus,
                     isolation=policy,
                     input_limits=input_limits,
                     backend=LocalBackend(),
+                    config=config,
                 )
-                self._engines[(policy, input_limits)] = engine
+                self._engines[(policy, input_limits, config)] = engine
             return engine
 
     def identity(self) -> dict[str, Any]:
@@ -95,10 +99,15 @@ class NodeJudge:
         return len(jobs)
 
     def judge(
-        self, jobs: Sequence[Job], policy: str, input_limits: InputLimits
+        self,
+        jobs: Sequence[Job],
+        policy: str,
+        input_limits: InputLimits,
+        switches: Mapping[str, Any] | None = None,
     ) -> tuple[dict[str, str], list[dict[str, Any]]]:
         """Judge `jobs` with this node's engine (in parallel up to its CPUs, across every call
-        in flight); results as dictionaries, in order."""
-        engine = self._engine(policy, input_limits)
+        in flight) under the driver's speed-up `switches` (`config.SPEEDUPS` only, validated);
+        results as dictionaries, in order."""
+        engine = self._engine(policy, input_limits, current().with_speedups(switches))
         results = engine.judge_many(list(jobs))
         return node_identity(), [r.to_dict() for r in results]

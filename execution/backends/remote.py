@@ -39,6 +39,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..auth import read_token
+from ..config import EngineConfig, current
 from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
 from ..isolation import REQUIRED_LAYERS, check_policy
 from ..languages import Runtime, resolve
@@ -530,7 +531,11 @@ class RemoteBackend(JobBackend):
             return verdict_under_policy(
                 result, job, policy, REQUIRED_LAYERS, input_limits, server.url
             )
-        body = json.dumps({"job": job_to_wire(job)}).encode("utf-8", "surrogatepass")
+        request: dict[str, object] = {"job": job_to_wire(job)}
+        switches = current().speedups()
+        if switches != EngineConfig().speedups():  # only what differs from a node's defaults
+            request["engine"] = switches
+        body = json.dumps(request).encode("utf-8", "surrogatepass")
         status, payload = self._request(
             server, "POST", "/api/judge", body, timeout, result_reply_bound(job)
         )
