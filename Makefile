@@ -142,7 +142,8 @@ bench: install
 	$(PYTHON) bench/server_bench.py
 	$(PYTHON) bench/rootless_bench.py
 	$(PYTHON) bench/backend_scaling_bench.py
-	SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/protocol_bench.py
+	@if command -v dockerd >/dev/null; then SHARED_DATA=$(SHARED_DATA) container/with-dockerd.sh $(PYTHON) bench/protocol_bench.py; \
+		else SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/protocol_bench.py; fi
 	@if command -v dockerd >/dev/null; then container/with-dockerd.sh $(PYTHON) bench/container_bench.py; \
 		else echo "container bench skipped: no dockerd (make container-tools image)"; fi
 	$(PYTHON) bench/native_speed.py --quick

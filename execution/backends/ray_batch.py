@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 IN_FLIGHT_PER_CPU = 2
 #: seconds between looks at the calls in flight
 WAIT_S = 5.0
+#: seconds the nodes may take to take in their shares before judging starts regardless (a node
+#: lost meanwhile shows in its first call)
+EXPECT_S = 30.0
 
 
 @dataclasses.dataclass
@@ -239,11 +242,14 @@ class BatchRun:
             self.fail(prog, f"no live Ray node may judge {prog.language}")
         wanted = {n: s for n, s in self.nodes.items() if self.queues[n]}
         self.start(wanted)
+        announced = []
         for nid, q in self.queues.items():  # each node's share, announced to its engine
             node = self.nodes.get(nid)
             if q and node is not None and node.judge is not None:
                 firsts = [dataclasses.replace(self.items[p.items[0]][0], id="") for p in q]
-                node.judge.expect.remote(firsts, self.policy, self.input_limits)
+                announced.append(node.judge.expect.remote(firsts, self.policy, self.input_limits))
+        if announced:  # a threaded judge may start a later call first: its header would be lost
+            self.ray.wait(announced, num_returns=len(announced), timeout=EXPECT_S)
         try:
             self.top_up()
             while self.in_flight:
