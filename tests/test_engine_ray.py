@@ -12,31 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
+from code_eval_taskpack.execution import Engine, Job, Verdict
 from code_eval_taskpack.execution.backends import get_backend
 from code_eval_taskpack.execution.backends.raycluster import (
     ACTOR_CLASS,
     RayBackend,
     merge_node_runtimes,
 )
+from tests.cluster_support import python_jobs
 from tests.conftest import require
-
-ADD = "a, b = map(int, input().split())\nprint(a + b{extra})\n"
 
 
 def _jobs(n: int, sleep: float = 0.05) -> list[Job]:
-    out = []
-    for i in range(n):
-        body = {
-            0: ADD.format(extra=f" + 0 * {i}"),
-            1: ADD.format(extra=f" + 1 + 0 * {i}"),
-            2: f"import sys\nsys.exit({i % 7 + 1})\n",
-            3: f"x = {i}\nwhile True:\n    x += 1\n",
-        }[i % 4]
-        src = f"import time\ntime.sleep({sleep})\n{body}"
-        tests = (TestCase("1 2\n", ("3",)), TestCase("2 2\n", ("4",)))
-        out.append(Job("Python 3", src, tests, time_limit_s=0.2, id=f"job{i}"))
-    return out
+    return python_jobs(n, sleep, prefix="job")
 
 
 @pytest.fixture(scope="module")

@@ -39,12 +39,12 @@ from typing import Any
 import pytest
 
 from code_eval_taskpack import execution
-from code_eval_taskpack.execution.repo_tests import local as local_grader
 from lm_eval_tasks import judge_later
 from lm_eval_tasks.code_infilling import bundled
 from tests import lm_fakes, xcodeeval_support
 from tests.conftest import ROOT, TASKS_DIR, require_runtime
 from tests.lm_fakes import run_cli
+from tests.test_repo_test_cache import count_local_grades
 
 SYNTH = ["xcodeeval_synth_python", "xcodeeval_synth_greedy_cpp"]
 TRANSLATE = "xcodeeval_translate_greedy_python"
@@ -297,14 +297,7 @@ def _judge_here(monkeypatch: pytest.MonkeyPatch, *argv: str | Path) -> int:
 def test_second_judge_runs_nothing_again(
     runs: Runs, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    graded: list[str] = []
-    grade_one = local_grader.grade_one
-
-    def counting(job: Any, config: Any) -> Any:
-        graded.append(job.id)
-        return grade_one(job, config)
-
-    monkeypatch.setattr(local_grader, "grade_one", counting)
+    graded = count_local_grades(monkeypatch)
     with caplog.at_level(logging.INFO):
         code = _judge_here(
             monkeypatch, runs.root / "predicted", "--tasks", ",".join(LEAVES),

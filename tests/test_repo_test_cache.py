@@ -80,11 +80,8 @@ def test_a_grading_error_is_never_stored_nor_served(tmp_path: Path) -> None:
     assert cache.get(JOB, GRADER) is None and cache.stats.corrupt == 1
 
 
-def test_the_local_grader_grades_a_failed_job_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A job the grader cannot prepare (no checkout: an infrastructure error) is graded again
-    on every run: the sandbox is asked each time, nothing is cached."""
+def count_local_grades(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the jobs the real local grader grades from now on (it still grades them)."""
     calls: list[str] = []
     grade_one = local_grader.grade_one
 
@@ -93,6 +90,15 @@ def test_the_local_grader_grades_a_failed_job_again(
         return grade_one(job, config)
 
     monkeypatch.setattr(local_grader, "grade_one", counting)
+    return calls
+
+
+def test_the_local_grader_grades_a_failed_job_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job the grader cannot prepare (no checkout: an infrastructure error) is graded again
+    on every run: the sandbox is asked each time, nothing is cached."""
+    calls = count_local_grades(monkeypatch)
     settings = GradingSettings(
         grader="local", repos_dir=str(tmp_path / "no-checkouts"), cache=str(tmp_path / "cache")
     )
