@@ -41,6 +41,7 @@ import json
 import math
 import socket
 import threading
+import time
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -74,6 +75,8 @@ MAX_BODY_BYTES = 256 * 1024 * 1024
 #: bytes of request bodies held at once, all connections together (each body is read whole
 #: before admission, so without it many large bodies in flight would multiply memory)
 BODY_BUDGET_BYTES = 2 * MAX_BODY_BYTES
+#: seconds a handler keeps reading (and dropping) the body of a request refused unread
+DISCARD_S = 1.0
 MIB = 1024 * 1024
 SERVER_MODES = ("default", "execeval")
 #: requests admitted beyond the ones being judged (each waits for a worker)
@@ -571,6 +574,7 @@ class Handler(BaseHTTPRequestHandler):
                 close=True,
                 headers={"Retry-After": str(self.server.retry_after())},
             )
+            self._discard_unread(length)
             return None
         raw: bytes | None = None
         try:
@@ -698,6 +702,24 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         self.end_headers()
         self.wfile.write(data)
+
+    def _discard_unread(self, length: int) -> None:
+        """After a refusal sent without reading the body: read and drop what the client still
+        sends (64 KiB at a time, never held, for at most DISCARD_S), so that closing does not
+        reset the connection before the client has read the answer (an RST drops it)."""
+        deadline = time.monotonic() + DISCARD_S
+        left = length
+        with contextlib.suppress(OSError):
+            self.wfile.flush()
+            while left > 0:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self.connection.settimeout(remaining)
+                chunk = self.connection.recv(min(left, 1 << 16))
+                if not chunk:
+                    break
+                left -= len(chunk)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silenced: one access-log line per request would drown the batch output; the engine
