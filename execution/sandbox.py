@@ -31,9 +31,10 @@ cgroup                one memory+pids+cpuacct cgroup set per program and purpose
 
 The launcher (`launcher.c`) is compiled with gcc on first use into a cache directory (without gcc
 every job is an INFRA_ERROR). Which layers the host can give is probed once per process
-(`host_isolation`); nothing else lowers them. Under the `required` policy (the default) a host
-without namespaces or seccomp refuses to judge; only under `best-effort` does it run a plain
-subprocess with rlimits and a private directory, and `isolation` lists what is missing.
+(`host_probe.host_isolation`); nothing else lowers them. Under the `required` policy (the
+default) a host without namespaces or seccomp refuses to judge; only under `best-effort` does it
+run a plain subprocess with rlimits and a private directory, and `isolation` lists what is
+missing.
 """
 
 from __future__ import annotations
