@@ -23,8 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from code_eval_taskpack.execution import cgroups
-from code_eval_taskpack.execution import sandbox as sandbox_mod
+from code_eval_taskpack.execution import cgroups, host_probe
 from code_eval_taskpack.execution.limits import Limits
 from code_eval_taskpack.execution.sandbox import NS_SAMPLE_MS, Sandbox
 
@@ -47,7 +46,7 @@ int main(int argc, char **argv) {
 @contextmanager
 def no_cgroups(active: bool) -> Iterator[None]:
     real = cgroups.CgroupSet.create
-    probed = sandbox_mod._host
+    probed = host_probe._host
     if active:
 
         def refuse(tag: str) -> cgroups.CgroupSet:
@@ -56,12 +55,12 @@ def no_cgroups(active: bool) -> Iterator[None]:
         cgroups.CgroupSet.create = refuse  # type: ignore[method-assign,assignment]
         # the once-per-process host probe runs again under the refusal (a cgroup failing after
         # a probe that found cgroups is a job error, never a quiet fallback)
-        sandbox_mod._host = None
+        host_probe._host = None
     try:
         yield
     finally:
         cgroups.CgroupSet.create = real  # type: ignore[method-assign]
-        sandbox_mod._host = probed
+        host_probe._host = probed
 
 
 def build(d: Path, name: str, src: str) -> str:

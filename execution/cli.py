@@ -11,10 +11,10 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .backends.options import BACKEND_OPTIONS
 from .cache import absolute
 from .compare import MODES
 from .errors import DataError
@@ -22,67 +22,6 @@ from .isolation import ISOLATION_POLICIES
 from .types import Job, Verdict
 
 EXIT_OK, EXIT_INFRA, EXIT_USAGE = 0, 1, 2
-
-
-@dataclass(frozen=True)
-class BackendOption:
-    """One option a backend takes: `--flag VALUE` on the command line, `key` in
-    `get_backend(name, {key: value})`, `backends` the backends that read it."""
-
-    flag: str
-    key: str
-    backends: tuple[str, ...]
-    metavar: str
-    help: str
-
-
-#: every backend option, once: the engine CLI and `code-eval` front ends add them from here
-BACKEND_OPTIONS: tuple[BackendOption, ...] = (
-    BackendOption(
-        "--servers",
-        "servers",
-        ("remote",),
-        "URL[,URL...]",
-        "judge servers of --backend remote (`code-exec serve`), e.g. http://node1:5000",
-    ),
-    BackendOption(
-        "--token-file",
-        "token_file",
-        ("remote", "ray"),
-        "FILE",
-        "bearer token sent to the judge servers or the Ray cluster (serve: the token clients "
-        "must send)",
-    ),
-    BackendOption(
-        "--image",
-        "image",
-        ("container",),
-        "NAME:TAG",
-        "judge image of --backend container (default code-eval-judge:latest, `make image`)",
-    ),
-    BackendOption(
-        "--container-runtime",
-        "runtime",
-        ("container",),
-        "runc|runsc|crun",
-        "OCI runtime of the judge containers (docker: runc or runsc, gVisor; podman: runc, crun)",
-    ),
-    BackendOption(
-        "--container-frontend",
-        "frontend",
-        ("container",),
-        "docker|podman",
-        "what starts the judge containers: docker (default; a daemon) or podman (daemonless, "
-        "rootless for users without root)",
-    ),
-    BackendOption(
-        "--ray-address",
-        "address",
-        ("ray",),
-        "auto|HOST:PORT",
-        "Ray cluster of --backend ray (default: a local one started for the run)",
-    ),
-)
 
 
 def add_backend_options(parser: argparse.ArgumentParser, skip: Sequence[str] = ()) -> None:

@@ -37,7 +37,8 @@ from typing import Any
 
 from .languages import Runtime
 from .limits import RunOverrides, cpu_count
-from .sandbox import DEFAULT_PATH, is_system_path
+from .sandbox import is_system_path
+from .sandbox_launcher import DEFAULT_PATH
 from .types import TestResult, Verdict
 
 MIB = 1024 * 1024

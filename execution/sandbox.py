@@ -31,20 +31,18 @@ cgroup                one memory+pids+cpuacct cgroup set per program and purpose
 
 The launcher (`launcher.c`) is compiled with gcc on first use into a cache directory (without gcc
 every job is an INFRA_ERROR). Which layers the host can give is probed once per process
-(`host_isolation`); nothing else lowers them. Under the `required` policy (the default) a host
-without namespaces or seccomp refuses to judge; only under `best-effort` does it run a plain
-subprocess with rlimits and a private directory, and `isolation` lists what is missing.
+(`host_probe.host_isolation`); nothing else lowers them. Under the `required` policy (the
+default) a host without namespaces or seccomp refuses to judge; only under `best-effort` does it
+run a plain subprocess with rlimits and a private directory, and `isolation` lists what is
+missing.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import hashlib
 import io
 import logging
 import os
-import random
 import select
 import shutil
 import signal as _signal
@@ -57,9 +55,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from . import cgroups
-from .cache import cache_root
+from . import cgroups, sandbox_cleanup, sandbox_uids
 from .fstree import chown_tree, remove_tree
+from .host_probe import host_isolation, host_refusal
 from .isolation import (
     ISOLATION_POLICIES,
     LAYERS,
@@ -69,10 +67,16 @@ from .isolation import (
     policy_refusal,
 )
 from .limits import MB, Limits, cpu_count
+from .sandbox_launcher import (
+    DEFAULT_PATH,
+    launcher_binary,
+    launcher_config,
+    parse_kv,
+    popen_launcher,
+)
 
 log = logging.getLogger(__name__)
 
-LAUNCHER_SOURCE = Path(__file__).with_name("launcher.c")
 #: rootless accounting: how often the sandbox init samples its pid namespace (NS_SAMPLE_S in
 #: launcher.c)
 NS_SAMPLE_MS = 10
@@ -88,9 +92,6 @@ SAMPLED_AS_HEADROOM_MB = 4096
 #: makes the sandbox's start fail. Set, it selects the launcher built with -DTEST_HOOKS (the
 #: production launcher refuses the flag).
 TEST_FAIL_STAGE: tuple[str, str] | None = None
-#: the sandbox init's argv[0], all that /proc/1/cmdline shows inside (its configuration comes
-#: through its stdin)
-INIT_NAME = "sandbox-init"
 
 #: directories a toolchain may need, bound read-only (absent ones are skipped)
 SYSTEM_RO_PATHS: tuple[str, ...] = (
@@ -123,7 +124,6 @@ MASKED_PATHS: tuple[str, ...] = (
     "/etc/ssh",
     "/etc/ssl/private",
 )
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: where the engine's own read-only folders show inside a sandbox (`SharedFolder`)
 SHARED_ROOT = "/shared"
 
@@ -323,68 +323,6 @@ def default_env(home: str = "/box") -> dict[str, str]:
     }
 
 
-def cache_dir() -> Path:
-    """Where the compiled launcher lives: `<cache_root>/launcher` (next to the result cache)."""
-    return cache_root() / "launcher"
-
-
-# --------------------------------------------------------------------------------------------
-# launcher build
-
-
-_build_lock = threading.Lock()
-_launchers: dict[bool, tuple[Path | None, str]] = {}
-
-
-def _seccomp_available() -> bool:
-    return Path("/usr/include/seccomp.h").exists()
-
-
-def launcher_binary(test_hooks: bool = False) -> tuple[Path | None, str]:
-    """Compile the launcher once (cached by source hash); (path, "") or (None, reason).
-    `test_hooks` selects the tests' build (-DTEST_HOOKS), never used to judge programs."""
-    with _build_lock:
-        if test_hooks not in _launchers:
-            _launchers[test_hooks] = _build_launcher(test_hooks)
-        return _launchers[test_hooks]
-
-
-def _build_launcher(test_hooks: bool) -> tuple[Path | None, str]:
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        return None, "no C compiler to build the sandbox launcher"
-    src = LAUNCHER_SOURCE.read_bytes()
-    flags = ["-O2", "-Wall"] + (["-DTEST_HOOKS"] if test_hooks else [])
-    libs: list[str] = []
-    if _seccomp_available():
-        flags.append("-DHAVE_SECCOMP")
-        libs.append("-lseccomp")
-    digest = hashlib.sha256(src + " ".join(flags + libs).encode()).hexdigest()[:16]
-    out_dir = cache_dir()
-    target = out_dir / f"launcher-{'test-' if test_hooks else ''}{digest}"
-    if target.exists():
-        return target, ""
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".launcher-")
-        os.close(fd)
-        proc = subprocess.run(
-            [cc, *flags, "-o", tmp, str(LAUNCHER_SOURCE), *libs],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if proc.returncode != 0:
-            os.unlink(tmp)
-            return None, f"launcher build failed: {proc.stderr.strip()[-400:]}"
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, target)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"launcher build failed: {exc}"
-    return target, ""
-
-
-# --------------------------------------------------------------------------------------------
 # results
 
 
@@ -450,181 +388,6 @@ def _isolation_template(policy: str = "required") -> dict[str, Any]:
     }
 
 
-_uid_lock = threading.Lock()
-_uid_rng = random.Random()
-
-
-def _allocate_uid() -> int:
-    with _uid_lock:
-        return 200000 + _uid_rng.randrange(0, 1_000_000)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-_cleaned = False
-
-
-def _cleanup_stale_once() -> None:
-    """Remove work dirs and cgroups left behind by engines that were killed (SIGKILL).
-
-    Best-effort: what cannot be removed is logged and left; it never stops this engine."""
-    global _cleaned
-    with _uid_lock:
-        if _cleaned:
-            return
-        _cleaned = True
-    try:
-        stale = list(Path(tempfile.gettempdir()).glob("code-exec-*-*"))
-    except OSError as exc:
-        log.warning("stale sandbox cleanup: cannot list %s: %s", tempfile.gettempdir(), exc)
-        stale = []
-    for d in stale:
-        pid = d.name.split("-")[2]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
-            try:
-                failed = remove_tree(d)
-            except Exception as exc:  # a hostile tree must never stop the engine
-                failed = [f"{d}: {exc!r}"]
-            if failed:
-                log.warning(
-                    "stale sandbox cleanup: could not remove %d entr%s of %s, left in place: %s",
-                    len(failed),
-                    "y" if len(failed) == 1 else "ies",
-                    d,
-                    "; ".join(failed[:5]),
-                )
-    try:
-        cgroups.cleanup_stale(_pid_alive)
-    except Exception as exc:
-        log.warning("stale cgroup cleanup failed, left in place: %r", exc)
-
-
-# --------------------------------------------------------------------------------------------
-# the host probe
-
-
-@dataclass(frozen=True)
-class HostIsolation:
-    """What this host can give a sandbox, decided once per process by `host_isolation()`."""
-
-    namespaces: bool  # pid/net/mount/ipc/uts namespaces and the private root could be built
-    seccomp: bool  # the launcher was built with libseccomp
-    detail: str = ""  # why namespaces are unavailable (the launcher's own message)
-    launcher: bool = True  # False: the launcher could not be built (every job says so)
-    cgroups: bool = False  # a program cgroup set could be created (else: why not, below)
-    cgroup_detail: str = ""
-
-
-_host_lock = threading.Lock()
-_host: HostIsolation | None = None
-
-
-def host_isolation() -> HostIsolation:
-    """Probe once per process, with a throw-away sandbox, whether namespaces can be built here.
-
-    Only this probe may conclude "no namespaces": a later launcher failure is an error of its job,
-    never a reason to run a program with fewer layers."""
-    global _host
-    with _host_lock:
-        if _host is None:
-            _host = _probe_host()
-        return _host
-
-
-def host_refusal(policy: str) -> str:
-    """Why `policy` cannot run any sandbox on this host ("" when it can), from the probe: under
-    `required`, no namespaces or no seccomp filter. A host without a launcher at all is not a
-    refusal: every job reports that as its own INFRA_ERROR."""
-    if check_policy(policy) != "required":
-        return ""
-    host = host_isolation()
-    if not host.launcher:
-        return ""
-    missing = [] if host.namespaces else ["namespaces"]
-    missing += [] if host.seccomp else ["seccomp"]
-    if not missing:
-        return ""
-    return (
-        f"isolation policy 'required' refused: this host lacks {' and '.join(missing)}"
-        f"{f' ({host.detail})' if host.detail else ''}; run as root (or enable unprivileged "
-        "user namespaces, install libseccomp-dev), or pass --isolation best-effort "
-        "(Engine(isolation='best-effort')) to judge with fewer layers (every result then lists "
-        "the missing ones)"
-    )
-
-
-def _launcher_config(words: Sequence[str]) -> bytes:
-    payload = b"".join(w.encode() + b"\0" for w in words)
-    return str(len(payload)).encode() + b"\n" + payload
-
-
-def _probe_cgroups() -> tuple[bool, str]:
-    try:
-        cgroups.CgroupSet.create("probe").destroy()
-    except OSError as exc:
-        return False, str(exc)
-    return True, ""
-
-
-def _probe_host() -> HostIsolation:
-    launcher, reason = launcher_binary()
-    if launcher is None:
-        return HostIsolation(False, False, reason, launcher=False)
-    cg = _probe_cgroups()
-    ns = _probe_namespaces(launcher)
-    return dataclasses.replace(ns, cgroups=cg[0], cgroup_detail=cg[1])
-
-
-def _popen_launcher(launcher: Path, err: BinaryIO) -> subprocess.Popen[bytes]:
-    """The launcher under its neutral argv (`/proc/1/cmdline` inside shows no host path), with
-    nothing of the engine's environment, not even for its init; configuration goes to stdin."""
-    return subprocess.Popen(
-        [INIT_NAME],
-        executable=str(launcher),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=err,
-        close_fds=True,
-        start_new_session=True,
-        env={"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"},
-    )
-
-
-def _probe_namespaces(launcher: Path) -> HostIsolation:
-    seccomp = _seccomp_available()
-    tmp = Path(tempfile.mkdtemp(prefix=f"code-exec-{os.getpid()}-probe-"))
-    try:
-        (tmp / "io").mkdir()
-        (tmp / "root").mkdir()
-        words = ["--io", str(tmp / "io"), "--ns", "--root", str(tmp / "root")]
-        if os.geteuid() != 0:
-            words.append("--userns")
-        with open(tmp / "err", "wb") as err:
-            proc = _popen_launcher(launcher, err)
-        try:
-            out, _ = proc.communicate(_launcher_config(words), timeout=60)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, _signal.SIGKILL)
-            proc.wait()
-            return HostIsolation(False, seccomp, "the namespace probe did not answer in 60 s")
-        ok = _parse_kv(out.splitlines()[0] if out else b"").get("pid1") == "1"
-        detail = "" if ok else (tmp / "err").read_text(errors="replace").strip()[-500:]
-        return HostIsolation(ok, seccomp, detail or ("" if ok else "launcher gave no answer"))
-    except OSError as exc:
-        return HostIsolation(False, seccomp, f"namespace probe failed: {exc}")
-    finally:
-        remove_tree(tmp)
-
-
 class Sandbox:
     """One isolated environment; `run()` executes one command in a fresh process inside it.
 
@@ -650,7 +413,7 @@ class Sandbox:
         self._purposes = list(purposes)
         self._cgroups: dict[str, cgroups.CgroupSet] = {}
         self._proc: subprocess.Popen[bytes] | None = None
-        _cleanup_stale_once()
+        sandbox_cleanup.cleanup_stale_once()
         self._tmp = Path(tempfile.mkdtemp(prefix=f"code-exec-{os.getpid()}-"))
         self._io = self._tmp / "io"
         self._io.mkdir()
@@ -707,7 +470,7 @@ class Sandbox:
         if self._cgroups:
             iso["cgroup"] = True
             iso["cgroup_version"] = next(iter(self._cgroups.values())).version
-        self.uid = _allocate_uid() if is_root else os.geteuid()
+        self.uid = sandbox_uids.allocate_uid() if is_root else os.geteuid()
         args = ["--io", str(self._io), "--ncpu", str(cpu_count())]
         if host.seccomp:
             args.append("--seccomp")
@@ -848,17 +611,17 @@ class Sandbox:
         """Start the launcher under a neutral argv, its configuration on its stdin (so that
         /proc/1/cmdline inside shows no host path); its ready line, or None."""
         with open(self._stderr_path, "wb") as err:
-            self._proc = _popen_launcher(launcher, err)
+            self._proc = popen_launcher(launcher, err)
         assert self._proc.stdin is not None
         try:
-            self._proc.stdin.write(_launcher_config(config))
+            self._proc.stdin.write(launcher_config(config))
             self._proc.stdin.flush()
         except OSError:
             return None
         line = self._readline()
         if not line.startswith(b"ready=1"):
             return None
-        return _parse_kv(line)
+        return parse_kv(line)
 
     def _launcher_stderr(self) -> str:
         with contextlib.suppress(OSError):
@@ -909,7 +672,7 @@ class Sandbox:
         line = self._readline()
         if not line:
             raise SandboxError(f"sandbox died: {self._launcher_stderr()}")
-        info = _parse_kv(line)
+        info = parse_kv(line)
         if "exited" not in info:
             raise SandboxError(f"sandbox error: {info.get('error', line.decode(errors='replace'))}")
         stdout_file = None
@@ -1131,7 +894,7 @@ class SpawnedProcess:
                 return
             if ctl in r:
                 line = self._box._readline()
-                self.exit_info = _parse_kv(line) if line else {"error": "sandbox died"}
+                self.exit_info = parse_kv(line) if line else {"error": "sandbox died"}
 
     def write(self, data: bytes, deadline: float) -> None:
         view = memoryview(data)
@@ -1178,7 +941,7 @@ class SpawnedProcess:
         left = deadline - time.monotonic()
         if left > 0 and select.select([proc.stdout.fileno()], [], [], left)[0]:
             line = self._box._readline()
-            self.exit_info = _parse_kv(line) if line else {"error": "sandbox died"}
+            self.exit_info = parse_kv(line) if line else {"error": "sandbox died"}
         return self.ended
 
     def close(self) -> None:
@@ -1189,14 +952,6 @@ class SpawnedProcess:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._to = self._from = -1
-
-
-def _parse_kv(line: bytes) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for part in line.decode(errors="replace").split():
-        k, _, v = part.partition("=")
-        out[k] = v
-    return out
 
 
 def _read_capped(path: Path, cap: int) -> tuple[bytes, bool]:
@@ -1318,15 +1073,12 @@ __all__ = [
     "LAYERS",
     "REQUIRED_LAYERS",
     "CommandOutcome",
-    "HostIsolation",
     "IsolationRefused",
     "Limits",
     "Sandbox",
     "SandboxError",
     "check_policy",
     "default_env",
-    "host_isolation",
-    "host_refusal",
     "inactive_layers",
     "is_system_path",
     "probe_isolation",

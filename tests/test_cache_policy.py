@@ -15,11 +15,10 @@ from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, TestCase, pch
-from code_eval_taskpack.execution import sandbox as sandbox_mod
+from code_eval_taskpack.execution import Engine, Job, TestCase, host_probe, pch
 from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.cache import ResultCache, cache_root
-from code_eval_taskpack.execution.sandbox import HostIsolation, host_isolation
+from code_eval_taskpack.execution.host_probe import HostIsolation, host_isolation
 from code_eval_taskpack.execution.types import Verdict
 from tests.conftest import require, require_runtime
 
@@ -47,7 +46,7 @@ def _full_sandbox() -> HostIsolation:
 def _weak_host(monkeypatch: pytest.MonkeyPatch) -> None:
     """What the start-up probe finds on a host without namespaces: best-effort runs plainly."""
     monkeypatch.setattr(
-        sandbox_mod, "_host", HostIsolation(False, True, "unshare: Operation not permitted (test)")
+        host_probe, "_host", HostIsolation(False, True, "unshare: Operation not permitted (test)")
     )
 
 
@@ -63,7 +62,7 @@ def test_a_best_effort_result_never_answers_required(
     weak = Engine(cache=tmp_path / "c", isolation="best-effort", workers=1).judge(job)
     assert weak.verdict is Verdict.PASSED, weak.detail
     assert not weak.isolation.get("pid_namespace")
-    monkeypatch.setattr(sandbox_mod, "_host", full)
+    monkeypatch.setattr(host_probe, "_host", full)
     strict = Engine(cache=tmp_path / "c", workers=1)
     got = strict.judge(job)
     assert not got.cached and got.verdict is Verdict.RUNTIME_ERROR, got.detail
@@ -106,7 +105,7 @@ def test_a_best_effort_compile_never_serves_required(
     job = Job("GNU C11", source, (TestCase("", (SECRET,)),))
     weak = Engine(cache=tmp_path / "c", isolation="best-effort", workers=1).judge(job)
     assert weak.verdict is Verdict.PASSED, (weak.detail, weak.compile)
-    monkeypatch.setattr(sandbox_mod, "_host", full)
+    monkeypatch.setattr(host_probe, "_host", full)
     other = Job("GNU C11", source, (TestCase("1\n", (SECRET,)),))
     got = Engine(cache=tmp_path / "c", workers=1).judge(other)
     assert got.verdict is Verdict.COMPILATION_ERROR, (got.detail, got.compile)

@@ -22,23 +22,22 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
+from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict, host_probe
 from code_eval_taskpack.execution import sandbox as sandbox_mod
 from code_eval_taskpack.execution.backends import local as local_backend
 from code_eval_taskpack.execution.cache import cache_root
 from code_eval_taskpack.execution.cli import main as cli_main
 from code_eval_taskpack.execution.fstree import chown_tree, remove_tree
+from code_eval_taskpack.execution.host_probe import HostIsolation, host_isolation
 from code_eval_taskpack.execution.limits import Limits
 from code_eval_taskpack.execution.sandbox import (
     REQUIRED_LAYERS,
-    HostIsolation,
     IsolationRefused,
     Sandbox,
     SandboxError,
-    host_isolation,
-    launcher_binary,
     run_command,
 )
+from code_eval_taskpack.execution.sandbox_launcher import launcher_binary
 from tests.conftest import ROOT, require, require_binary, require_runtime
 
 PY = "/usr/bin/python3"
@@ -51,7 +50,7 @@ DISK_DEPTH = 1500
 def _no_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
     """What the start-up probe finds on a host without namespaces."""
     monkeypatch.setattr(
-        sandbox_mod, "_host", HostIsolation(False, True, "unshare: Operation not permitted (test)")
+        host_probe, "_host", HostIsolation(False, True, "unshare: Operation not permitted (test)")
     )
 
 

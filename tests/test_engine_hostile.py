@@ -31,9 +31,9 @@ from code_eval_taskpack.execution import (
     Verdict,
     cgroups,
     resolve,
+    sandbox_uids,
     warm_compiler,
 )
-from code_eval_taskpack.execution import sandbox as sandbox_mod
 from code_eval_taskpack.execution.limits import run_limits
 from code_eval_taskpack.execution.sandbox import inactive_layers, probe_isolation
 from tests.conftest import require, require_runtime, toolchains_required
@@ -308,7 +308,7 @@ class SandboxRecorder:
 
     def __init__(self) -> None:
         self.local = threading.local()
-        self._alloc = sandbox_mod._allocate_uid
+        self._alloc = sandbox_uids.allocate_uid
         self._create = cgroups.CgroupSet.create
 
     def start(self) -> None:
@@ -417,7 +417,7 @@ def outcomes(
         return k, result, aftermath(uids, dirs, engine, elapsed)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sandbox_mod, "_allocate_uid", recorder.allocate_uid)
+        mp.setattr(sandbox_uids, "allocate_uid", recorder.allocate_uid)
         mp.setattr(cgroups.CgroupSet, "create", recorder.create_cgroup)
         with ThreadPoolExecutor(max_workers=2) as pool:
             done = list(pool.map(judge_one, cases))

@@ -458,8 +458,7 @@ def programs() -> Iterator[Path]:
 def test_sampling_counts_every_process_when_cgroups_are_refused(
     programs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from code_eval_taskpack.execution import cgroups
-    from code_eval_taskpack.execution import sandbox as sandbox_mod
+    from code_eval_taskpack.execution import cgroups, host_probe
     from code_eval_taskpack.execution.limits import Limits
     from code_eval_taskpack.execution.sandbox import Sandbox
 
@@ -468,7 +467,7 @@ def test_sampling_counts_every_process_when_cgroups_are_refused(
 
     monkeypatch.setattr(cgroups.CgroupSet, "create", refuse)
     # the host probe runs again under the refusal (and its earlier answer comes back afterwards)
-    monkeypatch.setattr(sandbox_mod, "_host", None)
+    monkeypatch.setattr(host_probe, "_host", None)
     with Sandbox(ro_paths=[str(programs)]) as sb:
         iso = sb.isolation_snapshot()
         require(bool(iso["pid_namespace"]), f"no pid namespace here: {iso['notes']}")

@@ -223,3 +223,36 @@ def test_fetch_url_downloads_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     second = download.fetch_url(url)
     assert first == second and first.read_bytes() == b"payload" and first.name == "clozeTest.json"
     assert calls == [url]
+
+
+def test_backend_options_table_feeds_the_cli_and_the_xcodeeval_settings() -> None:
+    """One row of `execution.backends.options` is a CLI flag and an xCodeEval setting; the
+    token file goes to remote and ray on the command line, to remote only as a setting."""
+    import argparse
+
+    from code_eval_taskpack.execution.backends import backend_names
+    from code_eval_taskpack.execution.backends.options import BACKEND_OPTIONS, BackendOption
+    from code_eval_taskpack.execution.cli import add_backend_options, backend_options
+    from lm_eval_tasks.xcodeeval import settings as xs
+    from lm_eval_tasks.xcodeeval.judging import ExecSettings
+
+    parser = argparse.ArgumentParser()
+    add_backend_options(parser)
+    flags = {a for action in parser._actions for a in action.option_strings}
+    by_setting = {
+        s.key: (s, option, backends) for s, option, backends in xs.BACKEND_OPTION_SETTINGS
+    }
+    for opt in BACKEND_OPTIONS:
+        assert opt.flag in flags
+        assert set(opt.backends) <= set(backend_names()), opt.key
+        setting, option, _ = by_setting[opt.setting]
+        assert (setting.env, option, setting.default) == (opt.env, opt.key, None)
+        assert str(setting.env).startswith("CODE_EVAL_") and setting in xs.SETTINGS
+    assert len(by_setting) == len(BACKEND_OPTIONS)
+
+    args = parser.parse_args(["--backend", "ray", "--token-file", "/t"])
+    assert backend_options(args) == {"token_file": "/t"}
+    with pytest.raises(ValueError, match="applies to exec_backend 'remote', not 'ray'"):
+        ExecSettings(exec_backend="ray", exec_options={"exec_token_file": "/t"}).backend_options()
+    with pytest.raises(ValueError, match="setting_backends outside backends"):
+        BackendOption("x", "--x", "X", ("remote",), "h", "exec_x", "d", setting_backends=("ray",))

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .. import pch
+from ..host_probe import host_refusal
 from ..isolation import REQUIRED_LAYERS
 from ..languages import Runtime
-from ..sandbox import Sandbox, host_refusal
+from ..sandbox import Sandbox
 from ..types import Job
 from .base import Session, SessionBackend
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,25 +46,21 @@ class ExecSettings(Frozen):
     workers: int | None = None
     cache: str | None = "default"  # "default": the engine's cache dir; None: no cache; else a dir
     exec_backend: str = "local"  # the engine backend programs run on (execution.backends)
-    exec_servers: str | None = None  # remote: judge server URLs
-    exec_token_file: str | None = None  # remote: bearer token file
-    ray_address: str | None = None  # ray: the cluster
-    exec_image: str | None = None  # container: the judge image
-    exec_container_runtime: str | None = None  # container: runc, runsc or crun
-    exec_container_frontend: str | None = None  # container: docker or podman
+    #: the backend option settings given (`exec_servers`...: `settings.BACKEND_OPTION_SETTINGS`)
+    exec_options: dict[str, str] = field(default_factory=dict)
 
     def backend_options(self) -> dict[str, str]:
         """The options of `exec_backend` (`get_backend(name, options)`); one meant for another
         backend is a ValueError, never silently ignored."""
         out = {}
-        for setting, option, backend in xs.BACKEND_OPTION_SETTINGS:
-            value = getattr(self, setting.key)
+        for setting, option, backends in xs.BACKEND_OPTION_SETTINGS:
+            value = self.exec_options.get(setting.key)
             if value is None:
                 continue
-            if backend != self.exec_backend:
+            if self.exec_backend not in backends:
                 raise ValueError(
-                    f"setting {setting.key!r} applies to exec_backend {backend!r}, "
-                    f"not {self.exec_backend!r}"
+                    f"setting {setting.key!r} applies to exec_backend "
+                    f"{' or '.join(repr(b) for b in backends)}, not {self.exec_backend!r}"
                 )
             out[option] = str(value)
         return out
@@ -143,7 +139,7 @@ def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:
         values[xs.WORKERS.key],
         values[xs.EXEC_CACHE.key],
         values[xs.EXEC_BACKEND.key],
-        *(values[s.key] for s in options),
+        {s.key: str(values[s.key]) for s in options if values[s.key] is not None},
     )
     # an unknown name or a bad option fails here, naming what is accepted
     get_backend(settings.exec_backend, settings.backend_options())

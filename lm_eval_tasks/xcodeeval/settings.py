@@ -5,6 +5,7 @@ The README's table of keys is rendered from `SETTINGS` (a test keeps it current)
 
 from __future__ import annotations
 
+from code_eval_taskpack.execution.backends.options import BACKEND_OPTIONS, BackendOption
 from code_eval_taskpack.utils.settings import Setting
 
 SPLITS = ("validation", "test")
@@ -67,59 +68,14 @@ EXEC_BACKEND = Setting(
     env="CODE_EVAL_EXEC_BACKEND",
 )
 
-EXEC_SERVERS = Setting(
-    "exec_servers",
-    "text",
-    None,
-    "judge servers of `exec_backend: remote`, comma-separated URLs",
-    env="CODE_EVAL_EXEC_SERVERS",
-)
-EXEC_TOKEN_FILE = Setting(
-    "exec_token_file",
-    "text",
-    None,
-    "bearer token file sent to the judge servers (`exec_backend: remote`)",
-    env="CODE_EVAL_EXEC_TOKEN_FILE",
-)
-RAY_ADDRESS = Setting(
-    "ray_address",
-    "text",
-    None,
-    "Ray cluster of `exec_backend: ray` (`auto` or HOST:PORT; default: a local one)",
-    env="CODE_EVAL_RAY_ADDRESS",
-)
-EXEC_IMAGE = Setting(
-    "exec_image",
-    "text",
-    None,
-    "judge image of `exec_backend: container` (default `code-eval-judge:latest`, `make image`)",
-    env="CODE_EVAL_EXEC_IMAGE",
-)
-EXEC_CONTAINER_RUNTIME = Setting(
-    "exec_container_runtime",
-    "text",
-    None,
-    "OCI runtime of `exec_backend: container`: `runc` (default), `runsc` (gVisor, docker) or "
-    "`crun` (podman)",
-    env="CODE_EVAL_EXEC_CONTAINER_RUNTIME",
-)
-EXEC_CONTAINER_FRONTEND = Setting(
-    "exec_container_frontend",
-    "text",
-    None,
-    "what starts the containers of `exec_backend: container`: `docker` (default) or `podman` "
-    "(rootless, no daemon)",
-    env="CODE_EVAL_EXEC_CONTAINER_FRONTEND",
-)
-#: backend option setting -> (the option's name in `get_backend`, the backend that reads it)
-BACKEND_OPTION_SETTINGS = (
-    (EXEC_SERVERS, "servers", "remote"),
-    (EXEC_TOKEN_FILE, "token_file", "remote"),
-    (RAY_ADDRESS, "address", "ray"),
-    (EXEC_IMAGE, "image", "container"),
-    (EXEC_CONTAINER_RUNTIME, "runtime", "container"),
-    (EXEC_CONTAINER_FRONTEND, "frontend", "container"),
-)
+
+def _option_setting(option: BackendOption) -> Setting:
+    return Setting(option.setting, "text", None, option.setting_doc, env=option.env)
+
+
+#: backend option setting -> (the option's name in `get_backend`, the backends that may read it),
+#: one per row of the engine's `BACKEND_OPTIONS`
+BACKEND_OPTION_SETTINGS = tuple((_option_setting(o), o.key, o.setting_for) for o in BACKEND_OPTIONS)
 
 SETTINGS = (
     DATA_DIR,
@@ -129,10 +85,5 @@ SETTINGS = (
     WORKERS,
     EXEC_CACHE,
     EXEC_BACKEND,
-    EXEC_SERVERS,
-    EXEC_TOKEN_FILE,
-    RAY_ADDRESS,
-    EXEC_IMAGE,
-    EXEC_CONTAINER_RUNTIME,
-    EXEC_CONTAINER_FRONTEND,
+    *(setting for setting, _, _ in BACKEND_OPTION_SETTINGS),
 )
