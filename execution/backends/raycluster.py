@@ -204,6 +204,9 @@ class RayBackend(JobBackend):
             ray.shutdown()
             self._connected = self._started = False
             self.auth.restore()
+        with self._lock:  # what the nodes reported is of that cluster: a reconnect asks again
+            self._runtimes.clear()
+            self._mixed.clear()
 
     def nodes(self) -> list[dict[str, Any]]:
         """The cluster's live nodes: id, address, CPUs and resources."""
