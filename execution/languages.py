@@ -429,8 +429,11 @@ def registry() -> Registry:
     return _shipped(classic_build())
 
 
-#: The language clusters, from the registry's [clusters] table (the same in both forms).
-CLUSTERS: tuple[str, ...] = tuple(_shipped(False).clusters)
+#: Each language cluster -> the name of its own runtime, the registry's [clusters] table (the
+#: same in both forms).
+CLUSTER_RUNTIMES: dict[str, str] = dict(_shipped(False).clusters)
+#: The language clusters, in the registry's order.
+CLUSTERS: tuple[str, ...] = tuple(CLUSTER_RUNTIMES)
 
 
 def resolve(name: str) -> Runtime:

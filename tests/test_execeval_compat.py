@@ -21,7 +21,7 @@ from code_eval_taskpack.execution.execeval_compat import (
     execeval_limits,
     execeval_outcome,
 )
-from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.execution.languages import CLUSTERS, resolve
 from code_eval_taskpack.execution.server import ExecServer, make_server
 from code_eval_taskpack.execution.types import Verdict
 from lm_eval_tasks.xcodeeval.execeval_client import (
@@ -112,6 +112,17 @@ def test_outcome_mapping_is_execevals(
 ) -> None:
     got = execeval_outcome(types.TestResult(verdict=verdict, stderr=stderr, detail=detail))
     assert got == expected and got in OUTCOMES
+
+
+def test_cluster_runtimes_are_execeval_names_of_their_cluster() -> None:
+    """The client's runtime for a cluster comes from the engine registry: every cluster has one,
+    ExecEval knows its name, and it is a runtime of that cluster."""
+    assert set(CLUSTER_RUNTIME) == set(CLUSTERS)
+    for cluster, name in CLUSTER_RUNTIME.items():
+        assert name in EXECEVAL_RUNTIMES and resolve(name).cluster == cluster, (cluster, name)
+    # the two clusters the shared predictions were judged in with another runtime
+    assert CLUSTER_RUNTIME["Python"] == "Python 3" and CLUSTER_RUNTIME["Rust"] == "Rust 2021"
+    assert CLUSTER_RUNTIME["C++"] == resolve("C++").name == "GNU C++17"
 
 
 def test_limits_have_execevals_meaning_and_defaults() -> None:
@@ -291,14 +302,15 @@ def test_all_runtimes_in_execeval_mode(server: ExecServer) -> None:
 
 def test_eval_passk_protocol_on_shared_programs(server: ExecServer, shared_data: Path) -> None:
     """eval_passk.py's requests, field for field, on two real programs per language."""
-    for name in CLUSTER_RUNTIME.values():
-        require_runtime(name)
     samples, db = shared_samples(
         shared_data / "xcodeeval_chatgpt_direct" / "predictions.jsonl",
         shared_data / "xcodeeval_sample" / "problem_descriptions.jsonl",
     )
+    languages = list(dict.fromkeys(s["lang"] for s in samples))
+    for name in languages:
+        require_runtime(name)
     subset: list[dict[str, Any]] = []
-    for lang in CLUSTER_RUNTIME.values():
+    for lang in languages:
         subset += [s for s in samples if s["lang"] == lang][:2]
     url = f"http://127.0.0.1:{server.server_address[1]}"
     report = evaluate(ExecEvalClient(url), subset, db, ks=(1,), n_workers=4)

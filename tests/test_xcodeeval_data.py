@@ -11,7 +11,7 @@ import pytest
 
 from code_eval_taskpack.utils.errors import DataError
 from code_eval_taskpack.utils.metrics import binary_scores, multilabel_macro_f1, rank_of_positive
-from lm_eval_tasks.xcodeeval import _generate_configs, documents
+from lm_eval_tasks.xcodeeval import _generate_configs, documents, kinds
 from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval.parsing import parse_compile_answer, parse_tags
 from tests.conftest import TASKS_DIR, serve_hub
@@ -51,6 +51,28 @@ def test_every_task_and_group_loads_through_lm_eval() -> None:
         # templates name `!function utils.x` next to them, never from a task's subfolder
         hooks = hook_files(task.config, TASKS_DIR)
         assert hooks and all(f.startswith("tasks:xcodeeval/") for f in hooks), (name, hooks)
+
+
+def test_every_generated_task_is_of_a_declared_kind() -> None:
+    """The kinds table (`kinds.KINDS`) is what the generator, the document builder and the raw
+    readers share: each kind has its template, its tasks sit in its folder under its stem."""
+    seen: set[str] = set()
+    for path, doc in _generate_configs.documents().items():
+        if "dataset_kwargs" not in doc:
+            continue
+        kind = kinds.BY_STEM[doc["dataset_kwargs"]["xce_kind"]]
+        seen.add(kind.stem)
+        assert path.startswith(f"{kind.yaml_folder}/") and doc["task"].startswith(kind.task())
+        assert (TASKS_DIR / "xcodeeval" / f"_{kind.stem}_template_yaml").is_file()
+    assert seen == set(kinds.BY_STEM)
+    assert [k.stem for k in kinds.KINDS if k.executed] == ["synth", "translate", "apr"]
+    assert kinds.SYNTH.task("greedy", "cpp") == "xcodeeval_synth_greedy_cpp"
+    assert set(xd.CLUSTER_TASKS) == {
+        "tag_classification", "code_compilation", "code_translation", "apr",
+        "retrieval_nl_code", "retrieval_code_code",
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="t: unknown xCodeEval task kind 'bogus'"):
+        documents.build_docs("bogus", "t", ["C"], "validation", xd.DataSource(FIXTURES), {})
 
 
 def _load(tm: Any, names: list[str]) -> dict[str, Any]:

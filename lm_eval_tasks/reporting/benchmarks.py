@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from code_eval_taskpack.utils import languages
 from lm_eval_tasks.clozetest_maxmin.data import LANGUAGES as CLOZE_LANGUAGES
+from lm_eval_tasks.xcodeeval import kinds as xce_kinds
 
 # the per-language task suffixes, from the language catalogue (utils/languages.toml)
 XCODEEVAL_LANGUAGES: tuple[str, ...] = tuple(languages.xcodeeval_slugs())
@@ -44,28 +45,28 @@ class Headline:
         return f"{self.benchmark} {self.metric}"
 
 
-def _xce(
-    group: str, metric: str, protocol: str, suffixes: tuple[str, ...] = XCODEEVAL_LANGUAGES
-) -> Headline:
+def _xce(kind: xce_kinds.Kind, sampling: xce_kinds.Sampling) -> Headline:
+    """The headline of one execution kind's group under one sampling protocol."""
+    group = kind.task(sampling.name)
+    metric = f"pass@{sampling.headline_k}"
     return Headline(
-        "xCodeEval " + group.removeprefix("xcodeeval_").split("_")[0],
+        f"xCodeEval {kind.stem}",
         "xcodeeval",
         group,
         group + "_",
-        suffixes,
+        XCODEEVAL_LANGUAGES,
         metric,
         "judge",
-        protocol,
+        f"{kind.title}, {sampling.describe()}, {metric}",
     )
 
 
 HEADLINES: tuple[Headline, ...] = (
-    _xce("xcodeeval_synth_greedy", "pass@1", "program synthesis, 1 greedy sample, pass@1"),
-    _xce("xcodeeval_synth", "pass@5", "program synthesis, n=20 samples at T=0.316, pass@5"),
-    _xce("xcodeeval_translate_greedy", "pass@1", "code translation, 1 greedy sample, pass@1"),
-    _xce("xcodeeval_translate", "pass@5", "code translation, n=20 samples at T=0.316, pass@5"),
-    _xce("xcodeeval_apr_greedy", "pass@1", "program repair, 1 greedy sample, pass@1"),
-    _xce("xcodeeval_apr", "pass@5", "program repair, n=20 samples at T=0.316, pass@5"),
+    *(
+        _xce(kind, sampling)
+        for kind in xce_kinds.of_family(xce_kinds.EXECUTION)
+        for sampling in (xce_kinds.GREEDY, xce_kinds.PAPER)
+    ),
     *(
         Headline(
             "ClozeTest-maxmin",

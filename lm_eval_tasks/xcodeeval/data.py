@@ -30,6 +30,7 @@ from code_eval_taskpack.utils import datafiles, download, languages
 from code_eval_taskpack.utils.errors import DataError
 from code_eval_taskpack.utils.settings import parse_settings
 from lm_eval_tasks.predict_only import keep_every_row
+from lm_eval_tasks.xcodeeval import kinds
 from lm_eval_tasks.xcodeeval import settings as xs
 
 log = logging.getLogger("xcodeeval")
@@ -42,17 +43,11 @@ SLUGS: dict[str, str] = languages.xcodeeval_slugs()
 
 PROBLEMS_FILE = "problem_descriptions.jsonl"
 UNITTESTS_FILE = "unittest_db.json"
-CLUSTER_TASKS = (
-    "tag_classification",
-    "code_compilation",
-    "code_translation",
-    "apr",
-    "retrieval_nl_code",
-    "retrieval_code_code",
-)
+# the Hub folders with one file per language cluster (`cluster_file`), from `kinds.KINDS`
+CLUSTER_TASKS = kinds.LANGUAGE_FILE_FOLDERS
 SYNTHESIS_FILES = {
-    "validation": "program_synthesis/validation/prog_syn_val.jsonl",
-    "test": "program_synthesis/test/prog_syn_test.jsonl",
+    split: f"{kinds.SYNTH.folder}/{split}/prog_syn_{short}.jsonl"
+    for split, short in (("validation", "val"), ("test", "test"))
 }
 
 
@@ -624,10 +619,21 @@ def check_cluster_row(
     return dict(row)
 
 
-# Fields each execution task's rows must have, beyond src_uid, lang and lang_cluster.
-EXEC_ROW_FIELDS: dict[str, tuple[tuple[str, ...], str]] = {
-    "code_translation": (("source_code",), "code_uid"),
-    "apr": (("bug_source_code", "bug_exec_outcome"), "apr_id"),
+def check_kind_row(
+    kind: kinds.Kind,
+    row: Mapping[str, Any],
+    cluster: str,
+    path: Path | str,
+    lineno: int,
+    ids: dict[str, datafiles.IdRegistry],
+) -> dict[str, Any]:
+    """`check_cluster_row` with the fields and id `kind` declares (`kinds.Kind.row_fields`)."""
+    return check_cluster_row(row, cluster, path, lineno, kind.row_fields, kind.row_id, ids)
+
+
+# Fields each execution task's rows must have, beyond src_uid, lang and lang_cluster (by folder).
+EXEC_ROW_FIELDS: dict[str, tuple[tuple[str, ...], str | None]] = {
+    k.folder: (k.row_fields, k.row_id) for k in kinds.of_family(kinds.EXECUTION) if k.row_id
 }
 
 

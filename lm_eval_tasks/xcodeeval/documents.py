@@ -25,24 +25,11 @@ from code_eval_taskpack.utils.errors import DataError
 from code_eval_taskpack.utils.settings import parse_settings
 from lm_eval_tasks import protocol
 from lm_eval_tasks.xcodeeval import data as xd
+from lm_eval_tasks.xcodeeval import kinds
 from lm_eval_tasks.xcodeeval import settings as xs
 from lm_eval_tasks.xcodeeval.judging import ExecSettings, settings_from
 
 log = logging.getLogger("xcodeeval")
-
-KINDS = (
-    "synth",
-    "translate",
-    "apr",
-    "tag",
-    "tag_desc",
-    "compile",
-    "retrieval_nl_code",
-    "retrieval_code_code",
-)
-# Retrieval defaults to validation: the public test files lack positive/negative programs.
-DEFAULT_SPLIT = {"retrieval_nl_code": "validation", "retrieval_code_code": "validation"}
-EXEC_KINDS = ("synth", "translate", "apr")
 
 
 def build_dataset(**kwargs: Any) -> dict[str, datasets.Dataset]:
@@ -54,25 +41,30 @@ def build_dataset(**kwargs: Any) -> dict[str, datasets.Dataset]:
     """
     protocol.check_settings(kwargs)
     task = str(kwargs["xce_task"])
-    kind = str(kwargs["xce_kind"])
-    if kind not in KINDS:
-        raise ValueError(f"{task}: unknown xCodeEval task kind {kind!r}")
+    kind = _kind(task, str(kwargs["xce_kind"]))
     cluster = kwargs.get("xce_cluster") or None
     clusters = [cluster] if cluster else list(xd.CLUSTERS)
-    defaults = {xs.SPLIT.key: DEFAULT_SPLIT[kind]} if kind in DEFAULT_SPLIT else None
+    defaults = {xs.SPLIT.key: kind.default_split} if kind.default_split else None
     try:
         split = parse_settings((xs.SPLIT,), kwargs, defaults)[xs.SPLIT.key]
     except ValueError as exc:  # the same hint as every other split check
         raise ValueError(f"{exc} (the retrieval tasks' 'dev' files are 'validation')") from None
     source = xd.source_from_settings(kwargs)
-    docs = build_docs(kind, task, clusters, split, source, kwargs)
-    fields = task_protocol(task, kind, clusters, split, source, docs, kwargs)
+    docs = build_docs(kind.stem, task, clusters, split, source, kwargs)
+    fields = task_protocol(task, kind.stem, clusters, split, source, docs, kwargs)
     key = protocol.record(kwargs, task, fields)
-    if kind in EXEC_KINDS:
+    if kind.executed:
         for doc in docs:
             doc["_protocol"] = key
     log.info("%s: %d documents from %s, split %s", task, len(docs), source.describe(), split)
     return {"test": datasets.Dataset.from_list(docs) if docs else _empty()}
+
+
+def _kind(task: str, stem: str) -> kinds.Kind:
+    """The kind a task's `xce_kind` names (`kinds.KINDS`)."""
+    if stem not in kinds.BY_STEM:
+        raise ValueError(f"{task}: unknown xCodeEval task kind {stem!r}")
+    return kinds.BY_STEM[stem]
 
 
 def task_protocol(
@@ -86,6 +78,7 @@ def task_protocol(
 ) -> dict[str, Any]:
     """What the results file records about how the task is scored (see `lm_eval_tasks.protocol`):
     the data, and for execution tasks the tests, the judging settings and the rows not scored."""
+    spec = _kind(task, kind)
     out: dict[str, Any] = {
         "benchmark": "xcodeeval",
         "task": task,
@@ -95,9 +88,9 @@ def task_protocol(
         "split": split,
         "documents": len(docs),
     }
-    if kind in ("tag", "tag_desc"):
+    if spec in (kinds.TAG, kinds.TAG_DESC):
         out["unscored_rows"] = int(docs[0]["_unscored_rows"]) if docs else 0
-    if kind not in EXEC_KINDS:
+    if not spec.executed:
         return out
     settings = ExecSettings.thaw(docs[0]["_exec"]) if docs else settings_from(kwargs)
     return {
@@ -121,17 +114,19 @@ def build_docs(
     source: xd.DataSource,
     settings: Mapping[str, Any],
 ) -> list[dict[str, Any]]:
-    if kind == "synth":
+    """The documents of one task of kind `kind` (a stem of `kinds.KINDS`)."""
+    spec = _kind(task, kind)
+    if spec is kinds.SYNTH:
         return _synth_docs(task, clusters[0], split, source, settings)
-    if kind == "translate":
+    if spec is kinds.TRANSLATE:
         return _translate_docs(task, clusters[0], split, source, settings)
-    if kind == "apr":
+    if spec is kinds.APR:
         return _apr_docs(task, clusters[0], split, source, settings)
-    if kind in ("tag", "tag_desc"):
-        return _tag_docs(task, clusters, split, source, with_problem=kind == "tag_desc")
-    if kind == "compile":
+    if spec in (kinds.TAG, kinds.TAG_DESC):
+        return _tag_docs(task, spec, clusters, split, source)
+    if spec is kinds.COMPILE:
         return _compile_docs(task, clusters, split, source)
-    return _retrieval_docs(task, kind, clusters, split, source)
+    return _retrieval_docs(task, spec, clusters, split, source)
 
 
 # --------------------------------------------------------------------------- execution tasks
@@ -210,7 +205,7 @@ def _translate_docs(
 ) -> list[dict[str, Any]]:
     """Programs of every other language, each to be translated into `target`."""
     sources = [c for c in xd.CLUSTERS if c != target]
-    rows, report = xd.joined_exec_rows(source, "code_translation", split, sources, task)
+    rows, report = xd.joined_exec_rows(source, kinds.TRANSLATE.folder, split, sources, task)
     common = _exec_fields(task, split, source, settings, report)
     by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in sources}
     for r in rows:
@@ -237,7 +232,7 @@ def _apr_docs(
     # the fix runs in the buggy program's own runtime: rows whose runtime this machine lacks
     # are counted (unavailable_runtime_rows) and not scored
     rows, report = xd.joined_exec_rows(
-        source, "apr", split, [cluster], task, judged_in_own_runtime=True
+        source, kinds.APR.folder, split, [cluster], task, judged_in_own_runtime=True
     )
     common = _exec_fields(task, split, source, settings, report)
     docs = []
@@ -270,18 +265,17 @@ def tag_vocabulary(source: xd.DataSource, needed_by: str) -> list[str]:
 
 
 def _tag_docs(
-    task: str, clusters: Sequence[str], split: str, source: xd.DataSource, with_problem: bool
+    task: str, kind: kinds.Kind, clusters: Sequence[str], split: str, source: xd.DataSource
 ) -> list[dict[str, Any]]:
+    with_problem = kind is kinds.TAG_DESC
     vocab = tag_vocabulary(source, task)
     problems = xd.load_problems(source, task) if with_problem else {}
     report = xd.JoinReport(task, split)
     by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in clusters}
     extra: set[str] = set()
     ids: dict[str, datafiles.IdRegistry] = {}
-    for cluster, path, lineno, raw in xd.cluster_rows(
-        source, "tag_classification", split, clusters, task
-    ):
-        row = xd.check_cluster_row(raw, cluster, path, lineno, ("source_code",), "code_uid", ids)
+    for cluster, path, lineno, raw in xd.cluster_rows(source, kind.folder, split, clusters, task):
+        row = xd.check_kind_row(kind, raw, cluster, path, lineno, ids)
         gold = datafiles.text_list(row, "tags", path, lineno)  # may be empty: no tag
         uid = row["src_uid"]
         report.total += 1
@@ -328,10 +322,9 @@ def _compile_docs(
 ) -> list[dict[str, Any]]:
     by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in clusters}
     ids: dict[str, datafiles.IdRegistry] = {}
-    for cluster, path, lineno, raw in xd.cluster_rows(
-        source, "code_compilation", split, clusters, task
-    ):
-        row = xd.check_cluster_row(raw, cluster, path, lineno, ("source_code",), "code_uid", ids)
+    kind = kinds.COMPILE
+    for cluster, path, lineno, raw in xd.cluster_rows(source, kind.folder, split, clusters, task):
+        row = xd.check_kind_row(kind, raw, cluster, path, lineno, ids)
         flag = xd.require_field(row, "compilation_error", path, lineno)
         if not isinstance(flag, bool):
             raise DataError(
@@ -362,11 +355,11 @@ def _as_programs(value: Any, path: Any, lineno: int, name: str) -> list[str]:
 
 
 def _retrieval_docs(
-    task: str, kind: str, clusters: Sequence[str], split: str, source: xd.DataSource
+    task: str, kind: kinds.Kind, clusters: Sequence[str], split: str, source: xd.DataSource
 ) -> list[dict[str, Any]]:
-    query_field = "nl" if kind == "retrieval_nl_code" else "source_code"
+    query_field = "nl" if kind is kinds.RETRIEVAL_NL_CODE else "source_code"
     by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in clusters}
-    for cluster, path, lineno, row in xd.cluster_rows(source, kind, split, clusters, task):
+    for cluster, path, lineno, row in xd.cluster_rows(source, kind.folder, split, clusters, task):
         positives = _as_programs(
             xd.require_field(row, "positive_code", path, lineno), path, lineno, "positive_code"
         )

@@ -26,35 +26,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from code_eval_taskpack.execution import execeval_compat
 from code_eval_taskpack.execution.execeval_compat import EXECEVAL_LIMITS_BY_LANG
+from code_eval_taskpack.execution.languages import CLUSTER_RUNTIMES
 from code_eval_taskpack.utils.metrics import pass_at_k
 from lm_eval_tasks.xcodeeval.data import Problem, read_jsonl
 
 #: the authors' `limits_by_lang.yaml`, as shipped (see ../shared/docs/EXECEVAL_RUNTIMES.md)
 LIMITS_BY_LANG: dict[str, dict[str, int]] = EXECEVAL_LIMITS_BY_LANG
 
-#: the runtime each cluster of the shared ChatGPT predictions is judged with (ExecEval's figures
-#: are for these names)
+#: where the shared ChatGPT predictions were judged with another runtime than their cluster's
+#: own (the engine registry's [clusters]): ExecEval's figures for them are for these names
+PREDICTIONS_JUDGED_AS: dict[str, str] = {"Python": "Python 3", "Rust": "Rust 2021"}
+#: the runtime each cluster of the shared predictions is judged with
 CLUSTER_RUNTIME: dict[str, str] = {
-    "C": "GNU C11",
-    "C++": "GNU C++17",
-    "C#": "Mono C#",
-    "Go": "Go",
-    "PHP": "PHP",
-    "Python": "Python 3",
-    "Ruby": "Ruby 3",
-    "Rust": "Rust 2021",
+    cluster: PREDICTIONS_JUDGED_AS.get(cluster, own) for cluster, own in CLUSTER_RUNTIMES.items()
 }
-OUTCOMES = frozenset(
-    {
-        "PASSED",
-        "WRONG_ANSWER",
-        "TIME_LIMIT_EXCEEDED",
-        "RUNTIME_ERROR",
-        "COMPILATION_ERROR",
-        "MEMORY_LIMIT_EXCEEDED",
-    }
-)
+#: ExecEval's outcome set
+OUTCOMES = frozenset(execeval_compat.OUTCOMES)
 
 
 class ExecEvalClient:
