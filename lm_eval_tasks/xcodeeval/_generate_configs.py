@@ -3,13 +3,14 @@
 Run `python -m lm_eval_tasks.xcodeeval._generate_configs` after changing languages, sampling or
 groups (`--check` changes nothing and fails if a file is out of date; a test runs it).
 
-Layout: the hand-written `_<kind>_template_yaml` files here hold each kind's prompt, data hook and
-metric wiring; the two sampling protocols (`_paper_sampling_yaml`, `_greedy_sampling_yaml`) are
-generated here, because their pass@k list follows from the sample count. Every task and group
-file lives in its kind's subfolder (`synth/`, `translate/`, `apr/`, `tag/`, `tag_desc/`,
-`compile/`, `retrieval/`) and holds only its name and the data it selects; an execution task
-includes its kind's template and one sampling protocol. Templates stay in this folder because
-lm-eval resolves `!function utils.x` next to the YAML that names it.
+Layout: the kinds and the sampling protocols are those of `kinds.py`. The hand-written
+`_<kind>_template_yaml` files here hold each kind's prompt, data hook and metric wiring; the two
+sampling protocols (`_paper_sampling_yaml`, `_greedy_sampling_yaml`) are generated here, because
+their pass@k list follows from the sample count. Every task and group file lives in its kind's
+subfolder (`synth/`, `translate/`, `apr/`, `tag/`, `tag_desc/`, `compile/`, `retrieval/`) and
+holds only its name and the data it selects; an execution task includes its kind's template and
+one sampling protocol. Templates stay in this folder because lm-eval resolves `!function utils.x`
+next to the YAML that names it.
 """
 
 from __future__ import annotations
