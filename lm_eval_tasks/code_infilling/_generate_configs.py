@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_tasks import _yamlgen
-from lm_eval_tasks.code_infilling.fim import builtin_formats
+from lm_eval_tasks.code_infilling.fim import CUSTOM_VARIANT, builtin_formats
 
 FOLDER = Path(__file__).resolve().parent
 COMMAND = "python -m lm_eval_tasks.code_infilling._generate_configs"
@@ -31,7 +31,7 @@ def stop_strings() -> dict[str, list[str]]:
     task's `generation_kwargs.until` when the dataset is built, before any request.
     """
     variants = {name: list(fmt.stop) for name, fmt in builtin_formats().items()}
-    variants["custom"] = []
+    variants[CUSTOM_VARIANT] = []
     return variants
 
 

@@ -65,9 +65,9 @@ def budget_from(kwargs: Mapping[str, Any]) -> fim.Budget:
 def format_from(kwargs: Mapping[str, Any]) -> fim.FimFormat:
     """The task's built-in format (YAML metadata `sg_infilling_variant`), or for the `custom`
     variant the user's `sg_infilling_format` (name, JSON object or JSON file)."""
-    variant = str(kwargs.get("sg_infilling_variant") or "custom")
+    variant = str(kwargs.get("sg_infilling_variant") or fim.CUSTOM_VARIANT)
     user = parse_settings((ss.FORMAT,), kwargs)[ss.FORMAT.key]
-    if variant != "custom":
+    if variant != fim.CUSTOM_VARIANT:
         if user is not None:
             log.warning(
                 "sg_infilling_format is set but task variant %r has a built-in format; "

@@ -155,6 +155,15 @@ def builtin_formats() -> dict[str, FimFormat]:
     return {name: FimFormat.from_dict(name, spec) for name, spec in raw.items()}
 
 
+#: the task variant whose format the user gives at run time (`sg_infilling_format`)
+CUSTOM_VARIANT = "custom"
+
+
+def task_variants() -> tuple[str, ...]:
+    """The `sg_infilling_<variant>[_exec]` tasks: one per built-in format, then the user's own."""
+    return (*builtin_formats(), CUSTOM_VARIANT)
+
+
 def load_format(spec: str | Mapping[str, Any]) -> FimFormat:
     """A format from a built-in name, a JSON object (dict or string) or a path to a JSON file."""
     if isinstance(spec, Mapping):

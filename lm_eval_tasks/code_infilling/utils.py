@@ -24,7 +24,8 @@ def load(**kwargs: Any) -> dict[str, Any]:
     """
     protocol.check_settings(kwargs)
     dataset = documents.build_dataset(**kwargs)
-    if str(kwargs.get("sg_infilling_variant") or "custom") == "custom":
+    variant = str(kwargs.get("sg_infilling_variant") or fim.CUSTOM_VARIANT)
+    if variant == fim.CUSTOM_VARIANT:
         _send_stops_to_generation(list(documents.format_from(kwargs).stop))
     protocol.record(kwargs, "sg_infilling", _protocol(dataset["test"]))
     return dataset

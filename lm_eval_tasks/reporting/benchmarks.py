@@ -12,11 +12,13 @@ from dataclasses import dataclass
 
 from code_eval_taskpack.utils import languages
 from lm_eval_tasks.clozetest_maxmin.data import LANGUAGES as CLOZE_LANGUAGES
+from lm_eval_tasks.code_infilling.fim import task_variants as infilling_variants
 from lm_eval_tasks.xcodeeval import kinds as xce_kinds
 
 # the per-language task suffixes, from the language catalogue (utils/languages.toml)
 XCODEEVAL_LANGUAGES: tuple[str, ...] = tuple(languages.xcodeeval_slugs())
-INFILLING_FORMATS = ("starcoder", "codellama", "deepseek", "qwen", "chat", "custom")
+# the infilling tasks' prompt formats (sg_infilling_<format>[_exec]), from its format table
+INFILLING_FORMATS: tuple[str, ...] = infilling_variants()
 
 # How a column's chance baseline is found (Open LLM Leaderboard normalisation: subtract it,
 # rescale to 0-100).
