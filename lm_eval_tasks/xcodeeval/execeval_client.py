@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from code_eval_taskpack.execution import execeval_compat
 from code_eval_taskpack.execution.execeval_compat import EXECEVAL_LIMITS_BY_LANG
+from code_eval_taskpack.execution.execeval_compat import OUTCOMES as EXECEVAL_OUTCOMES
 from code_eval_taskpack.execution.languages import CLUSTER_RUNTIMES
 from code_eval_taskpack.utils.metrics import pass_at_k
 from lm_eval_tasks.xcodeeval.data import Problem, read_jsonl
@@ -43,7 +43,7 @@ CLUSTER_RUNTIME: dict[str, str] = {
     cluster: PREDICTIONS_JUDGED_AS.get(cluster, own) for cluster, own in CLUSTER_RUNTIMES.items()
 }
 #: ExecEval's outcome set
-OUTCOMES = frozenset(execeval_compat.OUTCOMES)
+OUTCOMES = frozenset(EXECEVAL_OUTCOMES)
 
 
 class ExecEvalClient:
