@@ -39,7 +39,7 @@ from .languages import Runtime
 from .limits import RunOverrides, cpu_count
 from .sandbox import is_system_path
 from .sandbox_launcher import DEFAULT_PATH
-from .types import TestResult, Verdict
+from .types import EXECEVAL_VERDICTS, TestResult, Verdict
 
 MIB = 1024 * 1024
 #: ExecEval's `ResourceLimits` defaults (applied to every field a request leaves out)
@@ -505,14 +505,7 @@ def execeval_limits(entry: ExecEvalRuntime, runtime: Runtime, raw: Any) -> Limit
 # -- outcomes ---------------------------------------------------------------------------------
 
 #: ExecEval's outcome set
-OUTCOMES = (
-    "PASSED",
-    "WRONG_ANSWER",
-    "TIME_LIMIT_EXCEEDED",
-    "RUNTIME_ERROR",
-    "COMPILATION_ERROR",
-    "MEMORY_LIMIT_EXCEEDED",
-)
+OUTCOMES = tuple(v.value for v in EXECEVAL_VERDICTS)
 _MEMORY_WORDS = ("out of memory", "bad_alloc", "bad alloc", "memoryerror")
 
 

@@ -34,6 +34,17 @@ class Verdict(str, enum.Enum):
         return self.value
 
 
+#: the six outcomes ExecEval reports (its protocol has no output-limit or infrastructure verdict)
+EXECEVAL_VERDICTS = (
+    Verdict.PASSED,
+    Verdict.WRONG_ANSWER,
+    Verdict.TIME_LIMIT_EXCEEDED,
+    Verdict.RUNTIME_ERROR,
+    Verdict.COMPILATION_ERROR,
+    Verdict.MEMORY_LIMIT_EXCEEDED,
+)
+
+
 @dataclass(frozen=True)
 class TestCase:
     """One stdin/stdout test; the program passes if its output matches ANY expected output."""

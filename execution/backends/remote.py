@@ -44,7 +44,7 @@ from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
 from ..isolation import REQUIRED_LAYERS, check_policy
 from ..languages import Runtime, resolve
 from ..limits import MB
-from ..types import Job, Result, TestResult, Verdict
+from ..types import EXECEVAL_VERDICTS, Job, Result, TestResult, Verdict
 from .base import JobBackend, verdict_under_policy
 from .remote_protocol import (
     INFO_REPLY_BYTES,
@@ -69,17 +69,7 @@ MAX_BUSY_REPLIES = 200
 INFO_REPLY_VALUES = 200_000
 #: seconds a failed runtime lookup is remembered (no request storm while servers are down)
 NEGATIVE_TTL_S = 5.0
-EXECEVAL_OUTCOMES = {
-    v.value
-    for v in (
-        Verdict.PASSED,
-        Verdict.WRONG_ANSWER,
-        Verdict.TIME_LIMIT_EXCEEDED,
-        Verdict.MEMORY_LIMIT_EXCEEDED,
-        Verdict.RUNTIME_ERROR,
-        Verdict.COMPILATION_ERROR,
-    )
-}
+EXECEVAL_OUTCOMES = frozenset(v.value for v in EXECEVAL_VERDICTS)
 
 
 class _Refused(Exception):
