@@ -1,9 +1,11 @@
 """The programs the podman tests judge, runnable as a script so the rootless half runs as the
-non-root user (`python -m tests.podman_battery [--no-preflight]` prints one JSON object).
+non-root user (`python -m tests.podman_battery [--no-preflight] [--policy best-effort]` prints
+one JSON object).
 
 Each case is a real program with the verdict it must get: the reference programs of two
-clusters (their local verdicts), a memory hog, a fork bomb, a network call and a write to the
-read-only root."""
+clusters (their local verdicts), a CPU spin, a memory hog, a thread flood past the process
+limit, a fork bomb, a network call and a write to the read-only root. Each hostile program
+would pass if its limit were not enforced (its expected output is what it prints unhindered)."""
 
 from __future__ import annotations
 
@@ -42,11 +44,39 @@ def reference_jobs() -> dict[str, Job]:
     return out
 
 
+#: CPU time past a 0.5 s limit (then prints what the test expects)
+SPIN = "import time\nend = time.process_time() + 30\nwhile time.process_time() < end:\n    pass\nprint('done')\n"
+#: threads alive at once, above the process limit (`Limits.processes`, 128) of a test
+FLOOD = 300
+THREADS = f"""import threading
+stop = threading.Event()
+threads = []
+try:
+    for _ in range({FLOOD}):
+        threads.append(threading.Thread(target=stop.wait))
+        threads[-1].start()
+finally:
+    stop.set()  # a failed start ends the program, not waits for the rest
+print(len(threads))
+"""
 #: hostile programs -> the verdicts they may get
 LIMIT_CASES: dict[str, tuple[Job, tuple[str, ...]]] = {
+    "cpu-spin": (
+        _job("Python", SPIN, [("", "done")], time_limit_s=0.5),
+        ("TIME_LIMIT_EXCEEDED",),
+    ),
     "memory-hog": (
-        _job("Python", "x = bytearray(512 << 20)\nprint(len(x))\n", [("", "")], memory_limit_mb=64),
+        _job(
+            "Python",
+            "x = bytearray(512 << 20)\nprint(len(x))\n",
+            [("", str(512 << 20))],
+            memory_limit_mb=64,
+        ),
         ("MEMORY_LIMIT_EXCEEDED",),
+    ),
+    "thread-flood": (
+        _job("Python", THREADS, [("", str(FLOOD))]),
+        ("RUNTIME_ERROR",),
     ),
     "fork-bomb": (
         _job("Python", "import os\nwhile True:\n    os.fork()\n", [("", "")], time_limit_s=1.0),
@@ -55,31 +85,42 @@ LIMIT_CASES: dict[str, tuple[Job, tuple[str, ...]]] = {
     "network": (
         _job(
             "Python",
-            "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=2)\n",
-            [("", "")],
+            "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=2)\nprint('up')\n",
+            [("", "up")],
         ),
         ("RUNTIME_ERROR",),
     ),
     "write-root": (
-        _job("Python", "open('/opt/code-eval/planted', 'w').write('x')\n", [("", "")]),
+        _job(
+            "Python",
+            "open('/opt/code-eval/planted', 'w').write('x')\nprint('planted')\n",
+            [("", "planted")],
+        ),
         ("RUNTIME_ERROR",),
     ),
 }
 
 
-def run(backend: ContainerBackend) -> dict[str, Any]:
-    """Every case judged by `backend` under the "required" policy: name -> verdict, detail,
-    whether every outer layer was in effect; plus the backend's refusal ("" when it judges)."""
-    eng = Engine(workers=1, backend=backend, cache=None)
-    out: dict[str, Any] = {"refusal": backend.host_refusal("required"), "cases": {}}
+def run(backend: ContainerBackend, policy: str = "required") -> dict[str, Any]:
+    """Every case judged by `backend` under `policy`: name -> verdict, detail, whether every
+    outer layer was in effect, what the result lists as missing and how the sandbox inside
+    counted; plus the backend's refusal ("" when it judges)."""
+    eng = Engine(workers=1, backend=backend, cache=None, isolation=policy)
+    out: dict[str, Any] = {"refusal": backend.host_refusal(policy), "cases": {}}
     jobs = {**reference_jobs(), **{k: job for k, (job, _) in LIMIT_CASES.items()}}
     for name, job in jobs.items():
         r = eng.judge(job)
+        iso = r.isolation
         out["cases"][name] = {
             "verdict": r.verdict.value,
             "describe": describe(r),
-            "layers": all(r.isolation.get(layer) is True for layer in CONTAINER_LAYERS),
-            "frontend": r.isolation.get("container", {}).get("frontend"),
+            "layers": all(iso.get(layer) is True for layer in CONTAINER_LAYERS),
+            "frontend": iso.get("container", {}).get("frontend"),
+            "missing": iso.get("missing"),
+            "active": sorted(k for k, v in iso.items() if v is True),
+            "enforcement": [iso.get("cpu_enforcement"), iso.get("memory_enforcement")],
+            "unenforced": iso.get("unenforced"),
+            "notes": iso.get("notes"),
         }
         if out["refusal"] and r.verdict is Verdict.INFRA_ERROR:
             break  # refused: one job shows how, the rest would say the same
@@ -90,15 +131,16 @@ class _NoPreflight(ContainerBackend):
     """The podman front-end with the backend's own check skipped: only the agent's probe inside
     stands between a container without ceilings and a verdict."""
 
-    def check_frontend(self) -> None:
+    def check_frontend(self, policy: str = "required") -> None:
         return None
 
 
 def main(argv: list[str]) -> int:
     cls = _NoPreflight if "--no-preflight" in argv else ContainerBackend
+    policy = argv[argv.index("--policy") + 1] if "--policy" in argv else "required"
     backend = cls(frontend="podman")
     try:
-        print(json.dumps(run(backend)))
+        print(json.dumps(run(backend, policy)))
     finally:
         backend.close()
     return 0
