@@ -48,7 +48,10 @@ def reference_jobs() -> dict[str, Job]:
 SPIN = "import time\nend = time.process_time() + 30\nwhile time.process_time() < end:\n    pass\nprint('done')\n"
 #: threads alive at once, above the process limit (`Limits.processes`, 128) of a test
 FLOOD = 300
-THREADS = f"""import threading
+#: (small stacks: 300 of them fit the address-space backstop, so the process limit is what stops
+#: them; the count reached goes to stderr)
+THREADS = f"""import sys, threading
+threading.stack_size(256 << 10)
 stop = threading.Event()
 threads = []
 try:
@@ -57,8 +60,19 @@ try:
         threads[-1].start()
 finally:
     stop.set()  # a failed start ends the program, not waits for the rest
+    print("started", len(threads) - 1, file=sys.stderr)
 print(len(threads))
 """
+
+
+def threads_started(case: dict[str, Any]) -> int:
+    """How many threads the thread flood had running when one more failed to start (-1 when
+    its stderr does not say)."""
+    head = str(case.get("stderr_head", ""))
+    words = head.split()
+    return int(words[1]) if head.startswith("started ") and words[1].isdigit() else -1
+
+
 #: hostile programs -> the verdicts they may get
 LIMIT_CASES: dict[str, tuple[Job, tuple[str, ...]]] = {
     "cpu-spin": (
@@ -121,6 +135,7 @@ def run(backend: ContainerBackend, policy: str = "required") -> dict[str, Any]:
             "enforcement": [iso.get("cpu_enforcement"), iso.get("memory_enforcement")],
             "unenforced": iso.get("unenforced"),
             "notes": iso.get("notes"),
+            "stderr_head": r.tests[0].stderr[:200] if r.tests else "",
         }
         if out["refusal"] and r.verdict is Verdict.INFRA_ERROR:
             break  # refused: one job shows how, the rest would say the same
