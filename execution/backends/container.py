@@ -128,10 +128,15 @@ def podman_refusal(info: dict[str, Any]) -> str:
     return ""
 
 
+#: front-end -> how `rm -f` removes a running container at once: podman otherwise sends SIGTERM
+#: and waits 10 s, which the agent (the container's pid 1, no handler) ignores
+RM_NOW = {"docker": ("rm", "-f"), "podman": ("rm", "-f", "--time", "0")}
+
+
 class _Container:
-    def __init__(self, argv: list[str], docker: str, name: str) -> None:
+    def __init__(self, argv: list[str], docker: str, name: str, frontend: str = "docker") -> None:
         #: the container's name: kept after it stops (no --rm) so its end can be inspected
-        self.docker, self.name = docker, name
+        self.docker, self.name, self.frontend = docker, name, frontend
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
@@ -200,7 +205,10 @@ class _Container:
         self.stop()
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             subprocess.run(
-                [self.docker, "rm", "-f", self.name], capture_output=True, timeout=60, check=False
+                [self.docker, *RM_NOW[self.frontend], self.name],
+                capture_output=True,
+                timeout=60,
+                check=False,
             )
 
 
@@ -351,7 +359,7 @@ class ContainerBackend(JobBackend):
             pass
         self.check_frontend(policy)
         name = f"code-eval-judge-{uuid.uuid4().hex[:16]}"
-        c = _Container(self.argv(name), self.docker, name)
+        c = _Container(self.argv(name), self.docker, name, self.frontend)
         with self._lock:
             self._all.append(c)
         return c
