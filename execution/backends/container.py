@@ -113,7 +113,8 @@ def podman_refusal(info: dict[str, Any]) -> str:
             f"rootless podman on cgroup {version or '?'} cannot enforce the judge containers' "
             "memory and pids ceilings (it ignores --memory and --pids-limit): boot with cgroup v2 "
             "(systemd.unified_cgroup_hierarchy=1) and delegate the memory and pids controllers "
-            "to the user, or use the docker front-end"
+            "to the user, use the docker front-end, or judge without them under --isolation "
+            "best-effort (each result lists them as missing)"
         )
     have = host.get("cgroupControllers") or []
     missing = [c for c in CEILING_CONTROLLERS if c not in have]
