@@ -1,6 +1,6 @@
 """The programs the podman tests judge, runnable as a script so the rootless half runs as the
-non-root user (`python -m tests.podman_battery [--no-preflight] [--policy best-effort]` prints
-one JSON object).
+non-root user (`python -m tests.podman_battery [--no-preflight] [--policy best-effort]
+[--cache]` prints one JSON object).
 
 Each case is a real program with the verdict it must get: the reference programs of two
 clusters (their local verdicts), a CPU spin, a memory hog, a thread flood past the process
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
@@ -115,11 +117,14 @@ LIMIT_CASES: dict[str, tuple[Job, tuple[str, ...]]] = {
 }
 
 
-def run(backend: ContainerBackend, policy: str = "required") -> dict[str, Any]:
+def run(
+    backend: ContainerBackend, policy: str = "required", cache: Path | None = None
+) -> dict[str, Any]:
     """Every case judged by `backend` under `policy`: name -> verdict, detail, whether every
     outer layer was in effect, what the result lists as missing and how the sandbox inside
-    counted; plus the backend's refusal ("" when it judges)."""
-    eng = Engine(workers=1, backend=backend, cache=None, isolation=policy)
+    counted; plus the backend's refusal ("" when it judges). With a `cache`, then the first
+    program again under "required" on that cache (`then_required`)."""
+    eng = Engine(workers=1, backend=backend, cache=cache, isolation=policy)
     out: dict[str, Any] = {"refusal": backend.host_refusal(policy), "cases": {}}
     jobs = {**reference_jobs(), **{k: job for k, (job, _) in LIMIT_CASES.items()}}
     for name, job in jobs.items():
@@ -139,6 +144,10 @@ def run(backend: ContainerBackend, policy: str = "required") -> dict[str, Any]:
         }
         if out["refusal"] and r.verdict is Verdict.INFRA_ERROR:
             break  # refused: one job shows how, the rest would say the same
+    if cache is not None:
+        again = Engine(workers=1, backend=backend, cache=cache, isolation="required")
+        r = again.judge(next(iter(jobs.values())))
+        out["then_required"] = {"verdict": r.verdict.value, "cached": r.cached, "detail": r.detail}
     return out
 
 
@@ -155,7 +164,9 @@ def main(argv: list[str]) -> int:
     policy = argv[argv.index("--policy") + 1] if "--policy" in argv else "required"
     backend = cls(frontend="podman")
     try:
-        print(json.dumps(run(backend, policy)))
+        with tempfile.TemporaryDirectory(prefix="code-eval-battery-") as tmp:
+            cache = Path(tmp) / "cache" if "--cache" in argv else None
+            print(json.dumps(run(backend, policy, cache)))
     finally:
         backend.close()
     return 0

@@ -255,10 +255,11 @@ def test_rootless_best_effort_judges_and_names_missing_ceilings(
     a memory hog, a thread flood, a fork bomb, a network call and a write to the root each
     stopped by the sandbox inside (every layer "required" demands of it active, no limit held
     per process only), and each result lists exactly the container layers it lacked: the two
-    ceilings where this podman cannot set them, none where it can."""
+    ceilings where this podman cannot set them, none where it can. The cached results are not
+    served to a "required" engine afterwards."""
     reason = podman_refusal(rootless_info)
     absent = sorted(CEILING_LAYERS) if reason else []
-    out = _battery(user_tree, "--policy", "best-effort")
+    out = _battery(user_tree, "--policy", "best-effort", "--cache")
     assert out["refusal"] == "", out
     local = Engine(workers=1, backend="local", cache=None)
     want = {
@@ -275,6 +276,12 @@ def test_rootless_best_effort_judges_and_names_missing_ceilings(
             assert case["enforcement"] == ["pid_namespace_sampling"] * 2, case
             assert any(n.startswith(f"no container ceilings: {reason}") for n in case["notes"])
     assert set(out["cases"]) == set(want) | set(podman_battery.LIMIT_CASES)
+    # a result judged without the ceilings never answers "required" from the cache
+    again = out["then_required"]
+    assert again["cached"] is False, again
+    if reason:  # the warm container's probe, or the backend before starting one, refuses
+        assert again["verdict"] == "INFRA_ERROR", again
+        assert "container_memory_ceiling" in again["detail"] or reason in again["detail"], again
 
 
 def test_uncapped_podman_refused_under_required_and_flagless_under_best_effort() -> None:
