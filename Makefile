@@ -69,8 +69,9 @@ image: container-tools
 	LANGS="$(LANGS)" $(SUDO) container/with-dockerd.sh container/build-image.sh
 
 # Podman, the daemonless front-end for users without root (execution/README.md, "Podman"):
-# a non-root user with subordinate uid/gid ranges (created once), and the judge image copied
-# from Docker's store into root's and that user's podman storage (no registry involved).
+# a non-root user with subordinate uid/gid ranges (created once) and its image store on the
+# kernel's overlay driver where rootless overlay works, and the judge image copied from
+# Docker's store into root's and that user's podman storage (no registry involved).
 PODMAN_USER ?= code-eval-rootless
 podman-tools:
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \

@@ -47,8 +47,15 @@ def handle(line: str) -> dict[str, Any]:
 def ceiling_result(job: Job, judged: Result) -> Result:
     """What a job gets when the container's own OOM killer fired while it ran: the container's
     memory ceiling, not the job's limit, stopped something (the program, its compiler, the
-    sandbox), so the verdict is the engine's failure (never cached), not the program's."""
+    sandbox), so the verdict is the engine's failure (never cached), not the program's. A
+    container without a ceiling of its own (rootless podman on cgroup v1) counts the kills of
+    the cgroup it runs in: any of them is the engine's failure too."""
     ceiling = memory_ceiling_mb()
+    where = (
+        f"the container's memory ceiling ({ceiling} MB)"
+        if ceiling
+        else "the memory limit of the cgroup the container runs in (it has no ceiling of its own)"
+    )
     return Result(
         verdict=Verdict.INFRA_ERROR,
         runtime=judged.runtime,
@@ -56,7 +63,7 @@ def ceiling_result(job: Job, judged: Result) -> Result:
         isolation=judged.isolation,
         id=job.id,
         detail=(
-            f"the container's memory ceiling ({ceiling or '?'} MB) was reached while judging "
+            f"{where} was reached while judging "
             f"(its OOM killer fired; the job's limit is {job.memory_limit_mb} MB): give the "
             "container more memory (--memory) or judge the job elsewhere"
         ),

@@ -2,9 +2,11 @@
 of two clusters as the local backend does, with every limit in effect (memory hog, fork bomb,
 network, read-only root, the container's own ceiling); rootless podman runs as a non-root user
 (`make podman-user`, `PODMAN_USER`), and where it cannot enforce the memory and pids ceilings
-(cgroup v1, or controllers not delegated) every job is refused, never judged with fewer
-protections. Without podman or the image loaded into its storage (`make podman-image`) the tests
-skip, or fail under REQUIRE_TOOLCHAINS=1."""
+(cgroup v1, or controllers not delegated) every job is refused under "required", never judged
+with fewer protections; under "best-effort" the same user judges the same programs with the
+local backend's verdicts, every per-test limit enforced by the sandbox inside, and every result
+naming the two ceilings as missing. Without podman or the image loaded into its storage (`make
+podman-image`) the tests skip, or fail under REQUIRE_TOOLCHAINS=1."""
 
 from __future__ import annotations
 
@@ -21,7 +23,13 @@ from typing import Any
 import pytest
 
 from code_eval_taskpack.execution import Engine, Verdict
-from code_eval_taskpack.execution.backends.container import ContainerBackend, podman_refusal
+from code_eval_taskpack.execution.backends.container import (
+    CEILING_LAYERS,
+    ContainerBackend,
+    podman_refusal,
+)
+from code_eval_taskpack.execution.isolation import CONTAINER_LAYERS, REQUIRED_LAYERS
+from code_eval_taskpack.execution.limits import Limits
 from code_eval_taskpack.execution.sandbox import SandboxError
 from tests import podman_battery
 from tests.conftest import require
@@ -73,11 +81,19 @@ def test_rootful_verdicts_equal_local(battery: dict[str, Any]) -> None:
         assert got["layers"] and got["frontend"] == "podman", got
 
 
-def test_rootful_limits_enforced(battery: dict[str, Any]) -> None:
+def _assert_limits(cases: dict[str, Any]) -> None:
+    """Every hostile program stopped as LIMIT_CASES says; the thread flood by the process
+    limit itself (fewer threads than it allows were running), not by its address space."""
     for name, (_, allowed) in podman_battery.LIMIT_CASES.items():
-        got = battery["cases"][name]
-        assert got["verdict"] in allowed, (name, got["describe"])
-        assert got["layers"], got
+        assert cases[name]["verdict"] in allowed, (name, cases[name]["describe"])
+    started = podman_battery.threads_started(cases["thread-flood"])
+    assert 0 < started < Limits().processes, cases["thread-flood"]
+
+
+def test_rootful_limits_enforced(battery: dict[str, Any]) -> None:
+    _assert_limits(battery["cases"])
+    for name in podman_battery.LIMIT_CASES:
+        assert battery["cases"][name]["layers"], battery["cases"][name]
 
 
 def test_rootful_hardening_as_podman_reports_it(rootful: ContainerBackend) -> None:
@@ -229,8 +245,61 @@ def test_rootless_verdicts_and_limits(rootless_info: dict[str, Any], user_tree: 
         got = out["cases"][name]
         assert got["verdict"] == local.judge(job).verdict.value, (name, got["describe"])
         assert got["layers"], got
-    for name, (_, allowed) in podman_battery.LIMIT_CASES.items():
-        assert out["cases"][name]["verdict"] in allowed, (name, out["cases"][name]["describe"])
+    _assert_limits(out["cases"])
+
+
+def test_rootless_best_effort_judges_and_names_missing_ceilings(
+    rootless_info: dict[str, Any], user_tree: Path
+) -> None:
+    """Under "best-effort" the rootless user judges: the local backend's verdicts, a CPU spin,
+    a memory hog, a thread flood, a fork bomb, a network call and a write to the root each
+    stopped by the sandbox inside (every layer "required" demands of it active, no limit held
+    per process only), and each result lists exactly the container layers it lacked: the two
+    ceilings where this podman cannot set them, none where it can. The cached results are not
+    served to a "required" engine afterwards."""
+    reason = podman_refusal(rootless_info)
+    absent = sorted(CEILING_LAYERS) if reason else []
+    out = _battery(user_tree, "--policy", "best-effort", "--cache")
+    assert out["refusal"] == "", out
+    local = Engine(workers=1, backend="local", cache=None)
+    want = {
+        name: local.judge(job).verdict.value
+        for name, job in podman_battery.reference_jobs().items()
+    }
+    _assert_limits(out["cases"])
+    for name, case in out["cases"].items():
+        assert name not in want or case["verdict"] == want[name], (name, case["describe"])
+        assert sorted(n for n in case["missing"] if n in CONTAINER_LAYERS) == absent, case
+        assert set(REQUIRED_LAYERS) | (set(CONTAINER_LAYERS) - set(absent)) <= set(case["active"])
+        assert case["unenforced"] == [] and case["frontend"] == "podman", case
+        if reason:
+            assert case["enforcement"] == ["pid_namespace_sampling"] * 2, case
+            assert any(n.startswith(f"no container ceilings: {reason}") for n in case["notes"])
+    assert set(out["cases"]) == set(want) | set(podman_battery.LIMIT_CASES)
+    # a result judged without the ceilings never answers "required" from the cache
+    again = out["then_required"]
+    assert again["cached"] is False, again
+    if reason:  # the warm container's probe, or the backend before starting one, refuses
+        assert again["verdict"] == "INFRA_ERROR", again
+        assert "container_memory_ceiling" in again["detail"] or reason in again["detail"], again
+
+
+def test_uncapped_podman_refused_under_required_and_flagless_under_best_effort() -> None:
+    """The backend's own rule for a podman that cannot set the ceilings: "required" refuses
+    before starting anything; "best-effort" starts containers without the ceiling flags, so the
+    command line claims nothing that is not in effect."""
+    backend = ContainerBackend(frontend="podman")
+    backend._frontend_refusal = "rootless podman on cgroup v1 cannot enforce the ceilings"
+    with pytest.raises(SandboxError, match="cgroup v1"):
+        backend.check_frontend("required")
+    backend.check_frontend("best-effort")
+    backend._image_id = "sha256:" + "0" * 64  # argv names the image by ID; none is started
+    argv = backend.argv("code-eval-judge-test")
+    assert not {"--memory", "--memory-swap", "--pids-limit"} & set(argv), argv
+    backend._frontend_refusal = ""
+    argv = backend.argv("code-eval-judge-test")
+    assert argv[argv.index("--memory") + 1] == "4096m" and "--pids-limit" in argv
+    backend.close()
 
 
 def test_frontend_and_runtime_are_separate_settings() -> None:

@@ -16,9 +16,13 @@ files in the work dir's tmpfs, which the sandbox's sampled memory does not count
 INFRA_ERROR by the agent. Neither is cached.
 
 Rootless podman can only set the pids and memory ceilings where cgroup v2 delegates the `memory`
-and `pids` controllers to the user (on cgroup v1 it ignores them with a warning): without them
-the backend refuses to start a container (SandboxError naming what is missing), and the agent's
-probe inside would refuse it under "required" anyway.
+and `pids` controllers to the user (on cgroup v1 it ignores them with a warning). Without them,
+under "required" the backend refuses to start a container (SandboxError naming what is missing;
+the agent's probe inside would refuse it anyway); under "best-effort" it starts the containers
+without the ceiling flags, the sandbox inside still enforces every per-test limit (see
+`execution/README.md`, "Rootless podman without ceilings"), and every result lists
+`container_memory_ceiling` and `container_pids_ceiling` in `isolation["missing"]` with the reason
+in its notes.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ FRONTENDS = {"docker": "/usr/bin/docker", "podman": "/usr/bin/podman"}
 RUNTIMES = {"docker": ("runc", "runsc"), "podman": ("runc", "crun")}
 #: the cgroup controllers the container's ceilings need
 CEILING_CONTROLLERS = ("memory", "pids")
+#: the outer layers those controllers give (`isolation.CONTAINER_LAYERS`)
+CEILING_LAYERS = ("container_memory_ceiling", "container_pids_ceiling")
 #: podman's own ceilings for the processes it starts (conmon, runc): never asked above them
 PODMAN_NOFILE, PODMAN_NPROC = 1 << 20, 32768
 
@@ -107,7 +113,8 @@ def podman_refusal(info: dict[str, Any]) -> str:
             f"rootless podman on cgroup {version or '?'} cannot enforce the judge containers' "
             "memory and pids ceilings (it ignores --memory and --pids-limit): boot with cgroup v2 "
             "(systemd.unified_cgroup_hierarchy=1) and delegate the memory and pids controllers "
-            "to the user, or use the docker front-end"
+            "to the user, use the docker front-end, or judge without them under --isolation "
+            "best-effort (each result lists them as missing)"
         )
     have = host.get("cgroupControllers") or []
     missing = [c for c in CEILING_CONTROLLERS if c not in have]
@@ -122,10 +129,15 @@ def podman_refusal(info: dict[str, Any]) -> str:
     return ""
 
 
+#: front-end -> how `rm -f` removes a running container at once: podman otherwise sends SIGTERM
+#: and waits 10 s, which the agent (the container's pid 1, no handler) ignores
+RM_NOW = {"docker": ("rm", "-f"), "podman": ("rm", "-f", "--time", "0")}
+
+
 class _Container:
-    def __init__(self, argv: list[str], docker: str, name: str) -> None:
+    def __init__(self, argv: list[str], docker: str, name: str, frontend: str = "docker") -> None:
         #: the container's name: kept after it stops (no --rm) so its end can be inspected
-        self.docker, self.name = docker, name
+        self.docker, self.name, self.frontend = docker, name, frontend
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
@@ -194,7 +206,10 @@ class _Container:
         self.stop()
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             subprocess.run(
-                [self.docker, "rm", "-f", self.name], capture_output=True, timeout=60, check=False
+                [self.docker, *RM_NOW[self.frontend], self.name],
+                capture_output=True,
+                timeout=60,
+                check=False,
             )
 
 
@@ -234,15 +249,23 @@ class ContainerBackend(JobBackend):
         self._image_id = ""
         self._profile_dir = tempfile.TemporaryDirectory(prefix="code-eval-seccomp-")
 
-    def check_frontend(self) -> None:
+    def check_frontend(self, policy: str = "required") -> None:
         """SandboxError when the front-end cannot enforce every ceiling this backend sets
-        (rootless podman without delegated cgroup controllers): refused, never run weaker."""
+        (rootless podman without delegated cgroup controllers) and `policy` is "required":
+        refused, never run weaker. Under "best-effort" the containers start without the
+        ceilings (`uncapped`), and every result names them as missing."""
         if self.frontend != "podman":
             return
         if self._frontend_refusal is None:
             self._frontend_refusal = self._ask_podman()
-        if self._frontend_refusal:
+        if self._frontend_refusal and check_policy(policy) == "required":
             raise SandboxError(self._frontend_refusal)
+
+    @property
+    def uncapped(self) -> str:
+        """Why the containers this backend starts have no memory and pids ceilings ("" when
+        they have them, or the front-end has not been asked yet)."""
+        return self._frontend_refusal or ""
 
     def _ask_podman(self) -> str:
         """`podman_refusal` of this podman's `podman info` (asked once: a refusal stands for the
@@ -302,8 +325,7 @@ class ContainerBackend(JobBackend):
             "--security-opt", "no-new-privileges",
             "--security-opt", f"seccomp={profile}",
             *_hardening(self.frontend),
-            "--user", f"{UID}:{UID}", "--pids-limit", str(self.pids),
-            "--memory", f"{self.memory_mb}m", "--memory-swap", f"{self.memory_mb}m",
+            "--user", f"{UID}:{UID}", *self._ceilings(),
             "--tmpfs", _tmpfs(self.frontend, "/work", self.work_mb),
             "--tmpfs", _tmpfs(self.frontend, "/tmp", 64),
             "-v", f"{PACKAGE_DIR}:/opt/code-eval/code_eval_taskpack/execution:ro",
@@ -316,7 +338,18 @@ class ContainerBackend(JobBackend):
             "python3", "-m", "code_eval_taskpack.execution.agent",
         ]  # fmt: skip
 
-    def _acquire(self) -> _Container:
+    def _ceilings(self) -> list[str]:
+        """The container's pids and memory ceilings, or none where the front-end cannot set
+        them (best-effort only: podman would ignore the flags with a warning, and the command
+        line should not claim what is not in effect; the agent's probe reports them absent)."""
+        if self.uncapped:
+            return []
+        return [
+            "--pids-limit", str(self.pids),
+            "--memory", f"{self.memory_mb}m", "--memory-swap", f"{self.memory_mb}m",
+        ]  # fmt: skip
+
+    def _acquire(self, policy: str = "required") -> _Container:
         try:
             while True:
                 c = self._idle.get_nowait()
@@ -325,9 +358,9 @@ class ContainerBackend(JobBackend):
                 c.kill()  # stopped while idle: removed (containers are not started with --rm)
         except queue.Empty:
             pass
-        self.check_frontend()
+        self.check_frontend(policy)
         name = f"code-eval-judge-{uuid.uuid4().hex[:16]}"
-        c = _Container(self.argv(name), self.docker, name)
+        c = _Container(self.argv(name), self.docker, name, self.frontend)
         with self._lock:
             self._all.append(c)
         return c
@@ -335,9 +368,9 @@ class ContainerBackend(JobBackend):
     def host_refusal(self, policy: str) -> str:
         super().host_refusal(policy)
         try:
-            self.check_frontend()
+            self.check_frontend(policy)
             self.image_id()
-            c = self._acquire()
+            c = self._acquire(policy)
         except (SandboxError, OSError, subprocess.SubprocessError) as exc:
             return f"container backend unavailable: {exc}"
         self._idle.put(c)
@@ -357,8 +390,7 @@ class ContainerBackend(JobBackend):
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
     ) -> Result:
-
-        c = self._acquire()
+        c = self._acquire(policy)
         refusal = self._refusal(policy, c)
         if refusal:
             self._idle.put(c)
@@ -410,16 +442,39 @@ class ContainerBackend(JobBackend):
             "runtime": self.runtime,
             "frontend": self.frontend,
         }
-        result.isolation.update(c.layers)
+        self._record_outer_layers(result, c)
         where = f"judge container {self.image}"
         return verdict_under_policy(result, job, policy, self.required_layers, input_limits, where)
+
+    def _record_outer_layers(self, result: Result, c: _Container) -> None:
+        """The container's outer layers into `result.isolation`, each one not in effect added
+        to its `missing` list (beside the sandbox's own), and why the ceilings are absent when
+        the front-end could not set them."""
+        iso = result.isolation
+        iso.update(c.layers)
+        absent = [name for name in CONTAINER_LAYERS if not c.layers[name]]
+        missing = iso.get("missing")
+        iso["missing"] = [*(missing if isinstance(missing, list) else []), *absent]
+        if self.uncapped and any(n in absent for n in CEILING_LAYERS):
+            notes = iso.get("notes")
+            iso["notes"] = [
+                *(notes if isinstance(notes, list) else []),
+                f"no container ceilings: {self.uncapped}; the per-test limits are the inner "
+                "sandbox's alone",
+            ]
 
     def _above_ceiling(self, job: Job, runtime: Runtime, c: _Container) -> str:
         """Why `job` cannot be judged within container `c`'s memory ceiling ("" when it can):
         its memory limit (or its compile's) and what the agent itself needs must fit, else the
         container's OOM killer, not the job's limit, would decide (a SIGKILL that would read
-        as the program's RUNTIME_ERROR)."""
-        ceiling = min(m for m in (self.memory_mb, c.memory_mb) if m > 0) if self.memory_mb else 0
+        as the program's RUNTIME_ERROR). Uncapped, the limit the agent found on the cgroup
+        it runs in (an enclosing one's, if any) is the ceiling."""
+        if self.uncapped:
+            ceiling = c.memory_mb
+        else:
+            ceiling = (
+                min(m for m in (self.memory_mb, c.memory_mb) if m > 0) if self.memory_mb else 0
+            )
         compile_mb = 0
         if runtime.compile is not None:
             compile_mb = runtime.compile_memory_mb or COMPILE_LIMITS.memory_mb
