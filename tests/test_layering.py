@@ -1,5 +1,7 @@
 """The package layers, checked on the source: `utils/` never imports from `lm_eval_tasks/`
-(the benchmarks use the shared helpers, never the other way round), at module or function level."""
+(the benchmarks use the shared helpers, never the other way round), at module or function level;
+and no product module but the engine's configuration module (`execution/config.py`) reads a
+`CODE_EVAL_*` variable."""
 
 from __future__ import annotations
 
