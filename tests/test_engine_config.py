@@ -22,7 +22,6 @@ from code_eval_taskpack.execution.engine import Engine
 from code_eval_taskpack.execution.languages import Runtime
 from code_eval_taskpack.execution.types import Job, Result, TestCase, Verdict
 
-ROOT = Path(__file__).resolve().parents[1]
 BOOLEANS = [s for s in SWITCHES if s.kind is bool]
 #: each boolean switch as the module that uses it reads it
 READERS = {
