@@ -206,7 +206,7 @@ class _Scanner:
                 if isinstance(part, ast.Constant):
                     head += str(part.value)
                     continue
-                if head:
+                if head or not isinstance(part, ast.FormattedValue):
                     return [(head, False)]
                 return [None if n is None else (n[0], False) for n in again(part.value)]
             return [(head, True)]
@@ -322,8 +322,12 @@ class _Scanner:
             return node.slice
         if isinstance(node, ast.Call):
             func = node.func
-            keyed = isinstance(func, ast.Attribute) and func.attr in _KEYED
-            if (keyed and self.environ(func.value, src)) or self.getenv(func, src):
+            keyed = (
+                isinstance(func, ast.Attribute)
+                and func.attr in _KEYED
+                and self.environ(func.value, src)
+            )
+            if keyed or self.getenv(func, src):
                 named = [k.value for k in node.keywords if k.arg == "key"]
                 return node.args[0] if node.args else next(iter(named), None)
         if (
