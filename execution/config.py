@@ -8,7 +8,8 @@ cache directory) is a row of `SWITCHES`, parsed by `parse` with one rule for eac
 - an integer: a whole number at least the switch's minimum, else a ValueError naming it;
 - a path: any non-empty text (unset or empty: the default).
 
-This module is the only product module that reads an engine variable (`CODE_EVAL_*`). Nothing
+This module is the only product module that reads a `CODE_EVAL_*` variable: the benchmarks'
+settings read theirs through `setting_text` (tests/test_layering.py checks the source). Nothing
 is read at import: `current()` reads the environment each time it is called, so a bad value is
 an error where a switch is used (or where `EngineConfig.from_env()` is called), never on
 `import`. `CODE_EVAL_REPORT_KEY_FILE` (execution/repo_tests/pytest_plugin.py) is not a switch but
@@ -191,6 +192,15 @@ def env_value(field: str) -> Any:
     """One switch's value from the environment now (the others are not read)."""
     switch = BY_FIELD[field]
     return parse(switch, os.environ.get(switch.env))
+
+
+def setting_text(variable: str) -> str | None:
+    """The text of a benchmark setting's environment variable now (`CODE_EVAL_EXEC_BACKEND`,
+    `XCODEEVAL_DATA`...), None when unset or empty. The benchmarks' settings (`utils.settings`)
+    read their variables here, so this stays the one module that reads a `CODE_EVAL_*` one;
+    the setting parses and names the text itself."""
+    text = os.environ.get(variable)
+    return text if text else None
 
 
 # --------------------------------------------------------------------------- the README's table

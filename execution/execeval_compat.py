@@ -25,13 +25,11 @@ what our engine runs:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import re
 import shlex
 import shutil
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -384,16 +382,8 @@ def execeval_runtime(runtime: Runtime, commands: Commands) -> Runtime:
     """`runtime` (toolchain, source layout, environment) running `commands` instead of its own
     argv; the commands are part of the runtime's registry entry, hence of its fingerprint and
     of every cache key."""
-    raw = dict(runtime.raw)
-    raw["execeval_commands"] = {"compile": commands.compile, "run": commands.run}
-    return dataclasses.replace(
-        runtime,
-        compile=commands.compile,
-        run=commands.run,
-        raw=raw,
-        _lock=threading.Lock(),
-        _fingerprint=None,
-    )
+    entry = {"execeval_commands": {"compile": commands.compile, "run": commands.run}}
+    return runtime.with_entry(entry, compile=commands.compile, run=commands.run)
 
 
 # -- limits -----------------------------------------------------------------------------------

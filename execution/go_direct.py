@@ -34,12 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import config
-from .languages import Runtime, catalog_commands
+from .languages import COMPILE_DIRECT, Runtime, catalog_commands
 from .sandbox import SharedFolder
 from .startup import Prober, publish
 
 ENV = config.BY_FIELD["go_direct"].env
-KEY = "compile_direct"
+KEY = COMPILE_DIRECT  # the catalog key, named in the direct build's compile-cache keys
 #: what the compiler may import (no internal or vendored package: the go command refuses them in
 #: a program) and what the linker may link (every listed package)
 IMPORTCFG, IMPORTCFG_LINK = "importcfg", "importcfg.link"
@@ -99,7 +99,7 @@ def tools(runtime: Runtime, probe: Prober) -> Tools | None:
     """The direct build's tools of `runtime` (probed once per fingerprint and process)."""
     if not catalog_commands(runtime):
         return None  # a custom command or flags: they decide, through the go command
-    if KEY not in runtime.raw or runtime.binary is None or runtime.classic or not enabled():
+    if runtime.compile_direct is None or runtime.binary is None or runtime.classic or not enabled():
         return None
     fp = runtime.fingerprint()
     with _lock:

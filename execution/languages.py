@@ -11,6 +11,7 @@ never turn into a silent COMPILATION_ERROR for every sample.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import glob
 import hashlib
@@ -38,6 +39,8 @@ REGISTRY_PATH = Path(__file__).with_name("languages.toml")
 #: set to 1, runtimes with a `compile_classic` / `run_classic` entry use it instead of `compile` /
 #: `run`: the command lines of engine versions before the build and start-up speed-ups
 CLASSIC_ENV = config.BY_FIELD["classic_build"].env
+#: the catalog key of Go's direct build (go_direct.py), also named in its compile-cache keys
+COMPILE_DIRECT = "compile_direct"
 
 
 def classic_build() -> bool:
@@ -96,6 +99,39 @@ class Runtime:
     @property
     def is_compiled(self) -> bool:
         return self.compile is not None
+
+    # -- the speed-ups' catalog keys (read here, typed; other modules never index `raw`) -----
+
+    @property
+    def pch_build(self) -> tuple[str, ...] | None:
+        """argv building a precompiled header (`pch_build`, C++), None when the entry has none."""
+        return _argv(self.raw.get("pch_build"))
+
+    @property
+    def compile_direct(self) -> tuple[str, ...] | None:
+        """argv compiling without the go command (`compile_direct`, Go), None when absent."""
+        return _argv(self.raw.get(COMPILE_DIRECT))
+
+    @property
+    def run_classic(self) -> tuple[str, ...] | None:
+        """The run argv before the start-up speed-ups (`run_classic`), None when absent."""
+        return _argv(self.raw.get("run_classic"))
+
+    @property
+    def warm_compiler(self) -> str:
+        """The kind of warm compiler server (`warm_compiler`: javac, kotlinc, mcs), "" if none."""
+        return str(self.raw.get("warm_compiler", ""))
+
+    def with_entry(self, entry: dict[str, Any], **fields: Any) -> Runtime:
+        """This runtime with `entry` added to its registry entry (so to its fingerprint and
+        every cache key) and `fields` replaced: a runtime of its own, probed afresh."""
+        return dataclasses.replace(
+            self,
+            raw={**self.raw, **entry},
+            _lock=threading.Lock(),
+            _fingerprint=None,
+            **fields,
+        )
 
     # -- binary ---------------------------------------------------------------------------
 
@@ -196,6 +232,11 @@ class Runtime:
     def expand(self, argv: tuple[str, ...], **values: object) -> list[str]:
         subst = {"binary": self.binary or self.binary_candidates[0], **values}
         return [a.format(**subst) for a in argv]
+
+
+def _argv(value: Any) -> tuple[str, ...] | None:
+    """A catalog argv (a list) as a tuple; None when absent or not a list."""
+    return tuple(value) if isinstance(value, list) else None
 
 
 def catalog_commands(runtime: Runtime) -> bool:

@@ -143,17 +143,17 @@ def store_root(compiled_root: Path | None) -> Path:
 
 def _plan(runtime: Runtime, source: str) -> tuple[str, tuple[str, ...], str] | None:
     """(key, build argv, header text) of the header `source` would use, or None."""
-    build = runtime.raw.get("pch_build")
+    build = runtime.pch_build
     if not catalog_commands(runtime):
         return None  # a custom command or flags: the header was built for the catalog's
-    if not enabled() or runtime.compile is None or not isinstance(build, list) or runtime.classic:
+    if not enabled() or runtime.compile is None or build is None or runtime.classic:
         return None
     headers = leading_headers(source)
     if not headers:
         return None
     own, _ = runtime_includes(runtime.compile)
     text = header_text(own, headers)
-    return key(runtime, tuple(build), text), tuple(build), text
+    return key(runtime, build, text), build, text
 
 
 def expect(programs: Iterable[tuple[Runtime, str]]) -> None:

@@ -149,7 +149,7 @@ def server_spec(
     (the cold ones without the binary and JVM options), or None when it has none."""
     if not catalog_commands(runtime):
         return None  # a custom command or flags: only a cold compile runs them
-    mode = str(runtime.raw.get("warm_compiler", ""))
+    mode = runtime.warm_compiler
     binary = runtime.binary
     if mode not in SERVER_SOURCES or binary is None or not argv:
         return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import os
 import subprocess
 import sys
@@ -23,8 +22,6 @@ from code_eval_taskpack.execution.engine import Engine
 from code_eval_taskpack.execution.languages import Runtime
 from code_eval_taskpack.execution.types import Job, Result, TestCase, Verdict
 
-ROOT = Path(__file__).resolve().parents[1]
-EXECUTION = ROOT / "execution"
 BOOLEANS = [s for s in SWITCHES if s.kind is bool]
 #: each boolean switch as the module that uses it reads it
 READERS = {
@@ -139,45 +136,21 @@ def test_import_with_bad_values_does_not_fail() -> None:
     assert "CODE_EVAL_PCH='not-a-value'" in done.stdout
 
 
-def _reads_environment(tree: ast.AST) -> bool:
-    return any(
-        (isinstance(n, ast.Attribute) and n.attr in ("environ", "environb", "getenv"))
-        or (isinstance(n, ast.Name) and n.id in ("environ", "getenv"))
-        or (isinstance(n, ast.alias) and n.name in ("environ", "getenv"))
-        for n in ast.walk(tree)
-    )
+def test_a_benchmark_setting_reads_its_variable_through_the_configuration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """(Which modules may read a `CODE_EVAL_*` variable: tests/test_layering.py.)"""
+    from code_eval_taskpack.execution.config import setting_text
+    from code_eval_taskpack.utils.settings import lookup
 
-
-def _engine_names(tree: ast.AST) -> list[int]:
-    """Lines of CODE_EVAL_ strings in code (docstrings left out)."""
-    docstrings = {
-        id(n.body[0].value)
-        for n in ast.walk(tree)
-        if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        and n.body
-        and isinstance(n.body[0], ast.Expr)
-    }
-    return [
-        n.lineno
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Constant)
-        and isinstance(n.value, str)
-        and "CODE_EVAL_" in n.value
-        and id(n) not in docstrings
-    ]
-
-
-def test_only_the_configuration_module_reads_engine_variables() -> None:
-    """A module under execution/ that reads the environment names no CODE_EVAL_ variable:
-    config.py does (the pytest plugin's key file is a protocol, not a switch)."""
-    allowed = {EXECUTION / "config.py", EXECUTION / "repo_tests" / "pytest_plugin.py"}
-    found = []
-    for path in sorted(EXECUTION.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        if path not in allowed and _reads_environment(tree):
-            found += [f"{path.relative_to(ROOT)}:{line}" for line in _engine_names(tree)]
-    assert found == [], f"engine variables read outside execution/config.py: {found}"
-    assert _engine_names(ast.parse((EXECUTION / "config.py").read_text())), "the check sees names"
+    monkeypatch.setenv("CODE_EVAL_EXEC_BACKEND", "ray")
+    assert setting_text("CODE_EVAL_EXEC_BACKEND") == "ray"
+    assert lookup({}, "exec_backend", "CODE_EVAL_EXEC_BACKEND") == "ray"
+    monkeypatch.setenv("CODE_EVAL_EXEC_BACKEND", "")
+    assert setting_text("CODE_EVAL_EXEC_BACKEND") is None  # empty reads as unset
+    assert lookup({}, "exec_backend", "CODE_EVAL_EXEC_BACKEND", default="local") == "local"
+    monkeypatch.delenv("CODE_EVAL_EXEC_BACKEND")
+    assert setting_text("CODE_EVAL_EXEC_BACKEND") is None
 
 
 class _SwitchRecorder(LocalBackend):

@@ -1,6 +1,7 @@
 """The engine's import graph, read from the source (every import, those inside functions too):
 no circle inside `execution/`, no concrete backend named by `isinstance` outside `backends/`, and
-a runner that names no toolchain speed-up (the strategies are resolved from the catalog)."""
+a runner that names no toolchain speed-up (the strategies are resolved from the catalog), and no
+module but the registry that reads a runtime's raw catalog entry."""
 
 from __future__ import annotations
 
@@ -155,3 +156,30 @@ def test_every_declared_strategy_is_registered_and_loads() -> None:
     for name in sorted(declared):
         assert callable(strategy(name).applies) and callable(strategy(name).apply)
     assert all("strategies" not in rt.raw for rt in runtimes())  # not in any fingerprint
+
+
+def test_only_the_registry_reads_a_runtimes_catalog_entry() -> None:
+    """A runtime's catalog keys are read through typed accessors of `languages.Runtime`
+    (`pch_build`, `compile_direct`, `run_classic`, `warm_compiler`...), never as `runtime.raw[...]`
+    elsewhere: a key renamed in the catalog is then renamed in one module."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}"
+        for path in sorted(ROOT.rglob("*.py"))
+        if path != ROOT / "languages.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr == "raw"
+    ]
+    assert not offenders, offenders
+
+
+def test_the_catalog_accessors_read_the_shipped_entries() -> None:
+    from code_eval_taskpack.execution.languages import resolve
+
+    cpp, go, ruby, java = (resolve(n) for n in ("GNU C++17", "Go", "Ruby 3", "Java 17"))
+    assert cpp.pch_build is not None and cpp.pch_build[-1] == "pch.h" and go.pch_build is None
+    assert go.compile_direct is not None and cpp.compile_direct is None
+    assert ruby.run_classic is not None and cpp.run_classic is None
+    assert (java.warm_compiler, cpp.warm_compiler) == ("javac", "")
+    changed = cpp.with_entry({"note": "x"}, run=("./b",))
+    assert changed.run == ("./b",) and changed.raw == {**cpp.raw, "note": "x"}
+    assert changed.fingerprint() != cpp.fingerprint() and "note" not in cpp.raw

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -290,3 +291,43 @@ def test_oracle_command_checks_that_gold_middles_resolve(
         == 1
     )
     assert "UNRESOLVED" in capsys.readouterr().out
+
+
+def test_xcodeeval_backend_is_never_applied_to_infilling(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """lm-eval hands every task of a run the same metadata: xCodeEval's `exec_backend` reaches
+    the infilling tasks too, which grade with `sg_infilling_grader` and say so once."""
+    from lm_eval_tasks.code_infilling import grading
+
+    monkeypatch.setattr(grading, "_noted_backends", set())
+    monkeypatch.setenv("CODE_EVAL_EXEC_BACKEND", "ray")  # xCodeEval's variable: not read
+    base = {"grader": "local", "repos_dir": "/r"}
+    with caplog.at_level(logging.WARNING, logger=grading.__name__):
+        plain = GradingSettings.from_kwargs(base)
+        local = GradingSettings.from_kwargs({**base, "exec_backend": "local"})
+        assert caplog.records == []
+        nested = GradingSettings.from_kwargs({**base, "metadata": {"exec_backend": "ray"}})
+        again = GradingSettings.from_kwargs({**base, "exec_backend": "ray"})
+        other = GradingSettings.from_kwargs({"exec_backend": "remote"})
+    assert plain == local == nested == again and plain.grader == "local"
+    assert other == GradingSettings.from_kwargs({})
+    notes = [r.getMessage() for r in caplog.records]
+    assert len(notes) == 2, notes  # once per value
+    assert "exec_backend='ray'" in notes[0] and "sg_infilling_grader (now 'local'" in notes[0]
+    assert "exec_backend='remote'" in notes[1] and "(now 'swebench'" in notes[1]
+
+
+def test_a_run_of_both_benchmarks_builds_the_infilling_exec_task(repos: Path) -> None:
+    from lm_eval_tasks import protocol
+    from lm_eval_tasks.code_infilling.documents import build_docs
+
+    mine = {"sg_infilling_data": str(ROWS_FILE), "grader": "local", "repos_dir": str(repos)}
+    both = {**mine, "metadata": {"exec_backend": "ray", "ray_address": "auto"}}
+    protocol.check_settings(both)
+    task = {"sg_infilling_exec": True, "sg_infilling_variant": "starcoder"}
+    docs = build_docs(**task, **both)
+    assert docs and [d["grading"] for d in docs] == [
+        d["grading"] for d in build_docs(**task, **mine)
+    ]
+    assert json.loads(docs[0]["grading"])["grader"] == "local"

@@ -17,10 +17,11 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from code_eval_taskpack.execution.config import setting_text
 
 _TRUE = {"1", "true", "yes", "on"}
 # Words (lower case, stripped) that `as_bool` reads as false; other settings may reuse them.
@@ -28,15 +29,15 @@ FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 
 
 def lookup(kwargs: Mapping[str, Any], key: str, env: str | None = None, default: Any = None) -> Any:
-    """Value of `key` from the hook's kwargs (top level or a nested `metadata` dict), else `env`."""
+    """Value of `key` from the hook's kwargs (top level or a nested `metadata` dict), else the
+    text of the environment variable `env` (read by the engine's configuration module)."""
     if kwargs.get(key) is not None:
         return kwargs[key]
     nested = kwargs.get("metadata")
     if isinstance(nested, Mapping) and nested.get(key) is not None:
         return nested[key]
-    if env and os.environ.get(env) not in (None, ""):
-        return os.environ[env]
-    return default
+    text = setting_text(env) if env else None
+    return default if text is None else text
 
 
 def as_bool(value: Any, name: str) -> bool:

@@ -55,7 +55,7 @@ def programs(items: Sequence[tuple[Job, Runtime]]) -> list[Program]:
         key = (runtime.name, job.source_code)
         prog = found.get(key)
         if prog is None:
-            headers = pch.leading_headers(job.source_code) if runtime.raw.get("pch_build") else ()
+            headers = pch.leading_headers(job.source_code) if runtime.pch_build else ()
             affinity = runtime.name + "|" + ",".join(headers)
             found[key] = prog = Program(items=[], language=runtime.name, affinity=affinity)
         prog.items.append(i)

@@ -16,7 +16,7 @@ class DirectGo:
     files (the import configuration lives here), for a source without build constraints."""
 
     def applies(self, runtime: Runtime, job: Job, host: Host) -> bool:
-        if go_direct.KEY not in runtime.raw or not host.backend.host_files:
+        if runtime.compile_direct is None or not host.backend.host_files:
             return False
         return go_direct.applies(job.source_code)
 
@@ -30,7 +30,7 @@ class DirectGo:
             ours=(*plan.ours, direct.directory),
             ro_paths=(*plan.ro_paths, SharedFolder(direct.directory)),
             fallback=runtime.compile,
-            compile_argv=tuple(runtime.raw[go_direct.KEY]),
+            compile_argv=runtime.compile_direct,
             # its binaries differ from go build's (no module information): cached apart
             fingerprint=f"{plan.fingerprint or runtime.fingerprint()}|{go_direct.KEY}",
         )

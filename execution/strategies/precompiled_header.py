@@ -16,7 +16,7 @@ class PrecompiledHeader:
     backend whose sandboxes see this host's files (the header lives here)."""
 
     def applies(self, runtime: Runtime, job: Job, host: Host) -> bool:
-        if runtime.compile is None or "pch_build" not in runtime.raw:
+        if runtime.compile is None or runtime.pch_build is None:
             return False
         return host.backend.host_files and pch.enabled()
 

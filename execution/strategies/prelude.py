@@ -31,7 +31,7 @@ class _Placeholder:
                 ours=(*plan.ours, made.path),
                 ro_paths=(*plan.ro_paths, folder),
             )
-        classic = tuple(runtime.raw.get("run_classic") or ())
+        classic = runtime.run_classic or ()
         if not classic:
             refusal = f"{runtime.name}: no start-up prelude and no run_classic"
             return plan.changed(self.placeholder, refusal=refusal)

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from code_eval_taskpack.execution.repo_tests import RepoTestJob, RepoTestOutcome
 from code_eval_taskpack.execution.repo_tests.outcome_cache import OutcomeCache
 from code_eval_taskpack.utils.settings import Frozen, lookup, parse_settings, regroup
-from lm_eval_tasks.code_infilling.settings import GRADING_SETTINGS
+from lm_eval_tasks.code_infilling.settings import GRADER_KEY, GRADING_SETTINGS
 from lm_eval_tasks.code_infilling.stitch import model_patch, stitched_file
+from lm_eval_tasks.xcodeeval.settings import EXEC_BACKEND
 
 if TYPE_CHECKING:
     from code_eval_taskpack.execution.repo_tests.local import LocalConfig
@@ -57,16 +58,12 @@ class GradingSettings(Frozen):
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any]) -> GradingSettings:
         """Read the declared `sg_infilling_*` keys (plus the short `grader`, `repos_dir`,
-        `test_cmd`); each field is its key without the `sg_infilling_` prefix."""
-        backend = lookup(kwargs, "exec_backend", "CODE_EVAL_EXEC_BACKEND")
-        if backend not in (None, "", "local"):
-            raise ValueError(
-                f"exec_backend {backend!r}: the infilling benchmark runs repository tests with its "
-                "own graders (`grader`: local or swebench), not on engine backends; run it "
-                "without exec_backend (or with exec_backend local)"
-            )
+        `test_cmd`); each field is its key without the `sg_infilling_` prefix. xCodeEval's
+        `exec_backend` is never read (see `note_other_backend`)."""
         values = parse_settings(GRADING_SETTINGS, kwargs)
-        return cls(**{key.removeprefix("sg_infilling_"): v for key, v in values.items()})
+        settings = cls(**{key.removeprefix("sg_infilling_"): v for key, v in values.items()})
+        note_other_backend(kwargs, settings)
+        return settings
 
     def to_json(self) -> str:
         return self.freeze()
@@ -74,6 +71,30 @@ class GradingSettings(Frozen):
     @classmethod
     def from_json(cls, text: str) -> GradingSettings:
         return cls.thaw(text)
+
+
+_noted_backends: set[str] = set()
+
+
+def note_other_backend(kwargs: Mapping[str, Any], settings: GradingSettings) -> None:
+    """Warn once per value when the run sets xCodeEval's engine backend (`exec_backend`).
+
+    lm-eval hands every task of a run the same metadata, so a run of both benchmarks gives the
+    infilling tasks `exec_backend` too. It is not theirs: they run repository tests with their
+    own grader (`sg_infilling_grader`), so the value is left alone here, never applied, and the
+    warning names the setting that is."""
+    backend = lookup(kwargs, EXEC_BACKEND.key)
+    if backend in (None, "", "local") or str(backend) in _noted_backends:
+        return
+    _noted_backends.add(str(backend))
+    log.warning(
+        "%s=%r is xCodeEval's engine backend and does not apply to the infilling tasks: they "
+        "grade with %s (now %r; swebench or local)",
+        EXEC_BACKEND.key,
+        backend,
+        GRADER_KEY,
+        settings.grader,
+    )
 
 
 def job_for(doc: Mapping[str, Any], middle: str) -> RepoTestJob:

@@ -72,12 +72,15 @@ def _grading(key: str, kind: str, default: object, doc: str, **extra: object) ->
     return Setting(key, kind, default, doc, env=key.upper(), **extra)  # type: ignore[arg-type]
 
 
+GRADER_KEY = "sg_infilling_grader"
+
 GRADING_SETTINGS = (
     _grading(
-        "sg_infilling_grader",
+        GRADER_KEY,
         "choice",
         "swebench",
-        "`swebench` (the harness's Docker images) or `local` (checkouts, the engine's sandbox)",
+        "`swebench` (the harness's Docker images) or `local` (checkouts, the engine's sandbox); "
+        "xCodeEval's `exec_backend` is not read (a run of both benchmarks sets each its own)",
         aliases=("grader",),
         choices=GRADERS,
         lowercase=True,

@@ -64,7 +64,8 @@ EXEC_BACKEND = Setting(
     "exec_backend",
     "text",
     "local",
-    "the engine backend programs run on (a name registered in `execution.backends`)",
+    "the engine backend programs run on (a name registered in `execution.backends`); the "
+    "infilling tasks do not read it (they grade with `sg_infilling_grader`)",
     env="CODE_EVAL_EXEC_BACKEND",
 )
 
