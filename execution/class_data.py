@@ -63,9 +63,14 @@ _lock = threading.Lock()
 _checked: dict[str, Archive | None] = {}
 
 
+def switched_on() -> bool:
+    """`CODE_EVAL_JVM_CDS` as set now."""
+    return config.current().jvm_cds
+
+
 def enabled() -> bool:
-    switches = config.current()
-    return switches.jvm_cds and not switches.classic_build
+    """Whether runs may use the archive: the switch is on and the build is not classic."""
+    return switched_on() and not config.current().classic_build
 
 
 def applies(runtime: Runtime) -> bool:
