@@ -88,7 +88,7 @@ def typical(language: str) -> tuple[str, TestCase]:
 
 def per_test(
     engine: Engine, language: str, source: str, test: TestCase, n1: int, n2: int
-) -> dict[str, float]:
+) -> dict[str, Any]:
     def judge(n: int) -> tuple[float, Result]:
         job = Job(language=language, source_code=source, tests=(test,) * n)
         start = time.perf_counter()
@@ -102,32 +102,38 @@ def per_test(
     return {
         "wall_ms": (t2 - t1) / (n2 - n1) * 1e3,
         "cpu_ms": cpu * 1e3,
-        "verdict": big.verdict.value,  # type: ignore[dict-item]
-        "argv": " ".join(big.runtime.get("run_argv") or ())[:60],  # type: ignore[dict-item]
+        "verdict": big.verdict.value,
     }
 
 
-def bench_costs(languages: list[str], n1: int, n2: int) -> None:
-    print(
-        f"{'language':10s} {'program':8s} {'mode':9s} {'wall ms/test':>12s} {'cpu ms/test':>12s}  verdict"
+def bench_costs(languages: list[str], n1: int, n2: int, rounds: int) -> None:
+    """Each program's modes measured in turn, `rounds` times (the load changes between two
+    measurements less than over a whole series): the medians."""
+    header = (
+        f"{'language':10s} {'program':8s} {'mode':6s} {'wall ms/test':>12s} {'cpu ms/test':>12s}"
     )
+    print(f"{header}  verdict")
     for language in languages:
-        switch = language in SWITCHED
         modes = (
-            [("off", EngineConfig(jvm_cds=False)), ("on", EngineConfig(jvm_cds=True))]
-            if switch
-            else [("as is", EngineConfig())]
+            {"off": EngineConfig(jvm_cds=False), "on": EngineConfig(jvm_cds=True)}
+            if language in SWITCHED
+            else {"as is": EngineConfig()}
         )
+        engines = {mode: Engine(workers=1, config=switches) for mode, switches in modes.items()}
         for label, source, test in (
             ("empty", EMPTY[language], TestCase(input="", output=("",))),
             ("typical", *typical(language)),
         ):
-            for mode, switches in modes:
-                engine = Engine(workers=1, config=switches)
-                got = per_test(engine, language, source, test, n1, n2)
+            got: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
+            for _ in range(rounds):
+                for mode, engine in engines.items():
+                    got[mode].append(per_test(engine, language, source, test, n1, n2))
+            for mode, samples in got.items():
+                wall = statistics.median(g["wall_ms"] for g in samples)
+                cpu = statistics.median(g["cpu_ms"] for g in samples)
+                verdicts = "/".join(sorted({g["verdict"] for g in samples}))
                 print(
-                    f"{language:10s} {label:8s} {mode:9s} {got['wall_ms']:12.1f} "
-                    f"{got['cpu_ms']:12.1f}  {got['verdict']}",
+                    f"{language:10s} {label:8s} {mode:6s} {wall:12.1f} {cpu:12.1f}  {verdicts}",
                     flush=True,
                 )
 
@@ -164,8 +170,8 @@ def main() -> int:
     args = parser.parse_args()
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     languages = args.only or list(EMPTY)
-    n1, n2 = (2, 8) if args.quick else (3, 15)
-    bench_costs(languages, n1, n2)
+    n1, n2, rounds = (2, 8, 2) if args.quick else (3, 15, 3)
+    bench_costs(languages, n1, n2, rounds)
     diffs = bench_fidelity(24 if args.quick else None) if "Java 17" in languages else 0
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     return 1 if diffs else 0
