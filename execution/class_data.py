@@ -13,7 +13,8 @@ program's sandbox, where the run adds `-XX:SharedArchiveFile=` to the catalog's 
 
 The archive is checked (`-Xshare:on -XX:+VerifySharedSpaces`: it maps and its checksums hold)
 once per process before its first use: a truncated or damaged archive crashes the JVM
-(SIGBUS), so one that fails the check is never used and the classic command line runs. Classes
+(SIGBUS), so one that fails the check is never used and the catalog's command line runs, as it
+does for a heap above `MAX_HEAP_MB`. Classes
 are still initialised when the program first uses them, in the same order: sharing changes where
 a class's bytes come from, not what the program does. What a program could notice: the flag in
 its JVM's input arguments (`RuntimeMXBean.getInputArguments()`, `/proc/self/cmdline`) and a
@@ -51,6 +52,9 @@ JDK_PACKAGES = ("java/", "javax/", "jdk/", "sun/", "com/sun/")
 STEP_TIMEOUT_S = 300
 #: the archive is made with the GC the catalog's runs use (it must match theirs)
 GC_FLAG = "-XX:+UseSerialGC"
+#: the archive holds compressed object pointers, which a JVM uses only for heaps under 32 GB; a
+#: larger `-Xmx` could not map it and would lose the JDK's own no-compressed-oops archive too
+MAX_HEAP_MB = 31 * 1024
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,11 @@ def enabled() -> bool:
     return switched_on() and not config.current().classic_build
 
 
-def applies(runtime: Runtime) -> bool:
-    """Whether the runtime runs the catalog's own `java` command line."""
+def applies(runtime: Runtime, memory_mb: int = 0) -> bool:
+    """Whether the runtime runs the catalog's own `java` command line, with a heap the archive
+    can serve."""
+    if memory_mb > MAX_HEAP_MB:
+        return False
     return catalog_commands(runtime) and runtime.run[:1] == ("java",) and GC_FLAG in runtime.run
 
 

@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, class_data, config
+from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.config import EngineConfig
 from code_eval_taskpack.execution.languages import load_registry, resolve
+from code_eval_taskpack.execution.strategies import Host
+from code_eval_taskpack.execution.strategies.class_data import JvmClassData
 from code_eval_taskpack.execution.types import Result
 from tests.conftest import require_runtime
 
@@ -156,6 +159,15 @@ def test_switches_and_custom_commands_run_the_catalog_command() -> None:
     custom = dataclasses.replace(resolve("Java 17"), run=("java", "-cp", ".", "{main_class}"))
     assert not class_data.applies(custom)
     assert not class_data.applies(resolve("Python 3"))
+    # a heap of 32 GB or more has no compressed oops: the archive could not be mapped
+    host = Host(backend=LocalBackend(), isolation="required", compiled=None)
+    step = JvmClassData()
+    assert step.applies(
+        resolve("Java 17"), dataclasses.replace(job, memory_limit_mb=31 * 1024), host
+    )
+    assert not step.applies(
+        resolve("Java 17"), dataclasses.replace(job, memory_limit_mb=32 * 1024), host
+    )
     # the result cache keys do not depend on the archive (strategies are not fingerprinted)
     keys = {
         Engine(config=EngineConfig(jvm_cds=on)).key(job, resolve("Java 17")) for on in (False, True)

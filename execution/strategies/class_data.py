@@ -15,7 +15,9 @@ class JvmClassData:
     (the archive lives here), while `CODE_EVAL_JVM_CDS` is on."""
 
     def applies(self, runtime: Runtime, job: Job, host: Host) -> bool:
-        return host.backend.host_files and class_data.enabled() and class_data.applies(runtime)
+        if not (host.backend.host_files and class_data.enabled()):
+            return False
+        return class_data.applies(runtime, job.memory_limit_mb)
 
     def apply(self, plan: BuildPlan, runtime: Runtime, job: Job, host: Host) -> BuildPlan:
         made = class_data.prepare()
