@@ -64,7 +64,7 @@ class Archive:
 
 
 _lock = threading.Lock()
-_checked: dict[str, Archive | None] = {}
+_checked: dict[tuple[str, str], Archive | None] = {}
 
 
 def switched_on() -> bool:
@@ -113,10 +113,11 @@ def prepare() -> Archive | None:
     java = java_binary()
     if java is None:
         return None
+    key = (str(cache_root()), java)
     with _lock:
-        if java not in _checked:
-            _checked[java] = _made(java)
-        return _checked[java]
+        if key not in _checked:
+            _checked[key] = _made(java)
+        return _checked[key]
 
 
 def _made(java: str) -> Archive | None:
