@@ -26,7 +26,7 @@ from typing import Any
 
 from code_eval_taskpack.execution.config import EngineConfig
 from code_eval_taskpack.execution.engine import Engine
-from code_eval_taskpack.execution.types import Job, Result, TestCase
+from code_eval_taskpack.execution.types import Job, Result, TestCase, Verdict
 
 HERE = Path(__file__).resolve().parent
 EQUAL = HERE / "workload" / "equal.jsonl"
@@ -150,8 +150,16 @@ def bench_fidelity(limit: int | None) -> int:
         engine = Engine(workers=2, config=EngineConfig(jvm_cds=on))
         start = time.perf_counter()
         judged[on] = engine.judge_many(jobs)
-        print(f"fidelity: {len(jobs)} Java programs, archive {'on' if on else 'off'}: "
-              f"{time.perf_counter() - start:.1f} s")  # fmt: skip
+        seconds = time.perf_counter() - start
+        # the tests that ran to their end (a time-out's seconds are the limit's, not start-up)
+        ended = [
+            t for r in judged[on] for t in r.tests if t.verdict is not Verdict.TIME_LIMIT_EXCEEDED
+        ]
+        cpu, tests = sum(t.time_s for t in ended), len(ended)
+        print(
+            f"fidelity: {len(jobs)} Java programs, archive {'on' if on else 'off'}: {seconds:.1f} s;"
+            f" {tests} tests not timed out: run CPU {cpu:.2f} s ({cpu / max(tests, 1) * 1e3:.1f} ms)"
+        )
     diffs = 0
     for cold, warm in zip(judged[False], judged[True], strict=True):
         a = (cold.verdict, [(t.verdict, t.exit_code, t.stdout, t.stderr) for t in cold.tests])
