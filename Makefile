@@ -149,3 +149,4 @@ bench: install
 		else echo "container bench skipped: no dockerd (make container-tools image)"; fi
 	$(PYTHON) bench/native_speed.py --quick
 	$(PYTHON) bench/warm_compilers_bench.py --quick
+	SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/startup_floors_bench.py --quick

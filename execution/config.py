@@ -66,6 +66,10 @@ SWITCHES: tuple[Switch, ...] = (
         "warm compiler servers per language and process", minimum=1,
     ),
     Switch(
+        "jvm_cds", "CODE_EVAL_JVM_CDS", bool, True,
+        "Java runs map the class-data sharing archive of the JDK classes judged programs use",
+    ),
+    Switch(
         "classic_build", "CODE_EVAL_CLASSIC_BUILD", bool, False,
         "the classic command lines (`compile_classic` / `run_classic`) of engine versions before "
         "the build and start-up speed-ups",
@@ -122,6 +126,7 @@ class EngineConfig:
     go_direct: bool = True
     warm_compilers: bool = True
     warm_servers: int = 1
+    jvm_cds: bool = True
     classic_build: bool = False
     cache: Path | None = None  # None: ~/.cache/code_eval_taskpack
 

@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution import cache, go_direct, languages, pch, warm_compiler
+from code_eval_taskpack.execution import (
+    cache,
+    class_data,
+    go_direct,
+    languages,
+    pch,
+    warm_compiler,
+)
 from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.config import (
     SWITCHES,
@@ -29,6 +36,7 @@ READERS = {
     "go_direct": go_direct.enabled,
     "warm_compilers": warm_compiler.enabled,
     "classic_build": languages.classic_build,
+    "jvm_cds": class_data.switched_on,
 }
 WORDS = [
     ("1", True), ("true", True), ("YES", True), (" On ", True), ("True", True),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import TestCase, Verdict, go_direct, pch, startup
+from code_eval_taskpack.execution import TestCase, Verdict, class_data, go_direct, pch, startup
 from code_eval_taskpack.execution import warm_compiler as wc
 from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.execeval_compat import (
@@ -90,6 +90,7 @@ def test_custom_commands_turn_every_speedup_off(language: str) -> None:
         assert go_direct.tools(rt, lambda argv: None) is None, custom
         for name in (startup.PLACEHOLDER, startup.BYTECODE):
             assert startup.prepare(rt, name, lambda argv: None) is None, custom
+        assert not class_data.applies(rt), custom
 
 
 @pytest.mark.parametrize(

@@ -82,6 +82,7 @@ STRATEGIES: dict[str, str] = {
     "ruby_prelude": ".prelude:RubyPrelude",
     "python_bytecode": ".prelude:PythonBytecode",
     "warm_compiler": ".warm:WarmCompiler",
+    "jvm_cds": ".class_data:JvmClassData",
 }
 _loaded: dict[str, Strategy] = {}
 
