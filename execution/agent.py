@@ -5,6 +5,14 @@ runner and sandbox as on a host) and answered `{"result": {...}}`; a request it 
 answered `{"error": "..."}`. The container (see backends/container.py) is the outer boundary.
 A job during which the container's own OOM killer fired (its memory ceiling, not the job's
 limit) is answered INFRA_ERROR, whatever the program's tests said.
+
+The agent lives as long as its container, so the local backend's speed-ups serve every job it
+judges, as in one engine on a host: its warm compilers, its compile cache (in memory, bounded
+well inside the agent's memory reserve) and its precompiled headers, which are built only for an
+include list a batch announces enough programs of: `{"expect": [{"language": ..., "source_code":
+...}, ...]}` announces the programs of a batch (answered `{"expected": N}`). A job request may
+carry the driver's speed-up switches (`"engine": {...}`, `config.SPEEDUPS` only, never
+isolation), validated as a judge server validates them.
 """
 
 from __future__ import annotations
@@ -17,22 +25,41 @@ from pathlib import Path
 from typing import Any
 
 from .backends import get_backend
+from .compile_cache import CompileCache
+from .config import current, using
 from .types import Job, Result, Verdict, job_from_dict
+
+#: the compiled programs kept in memory for the agent's life (far below `AGENT_RESERVE_MB` of
+#: backends/container.py, the container memory no job may use)
+COMPILED_MAX_BYTES = 32 * 1024 * 1024
+_compiled: CompileCache | None = None
+
+
+def compiled() -> CompileCache:
+    """The agent's compile cache (made at the first job)."""
+    global _compiled
+    if _compiled is None:
+        _compiled = CompileCache(None, max_bytes=COMPILED_MAX_BYTES)
+    return _compiled
 
 
 def handle(line: str) -> dict[str, Any]:
     try:
         req = json.loads(line)
+        if isinstance(req, dict) and "expect" in req:
+            return expect(req["expect"])
         job = job_from_dict(req["job"])
         policy = str(req.get("policy", "required"))
-    except (ValueError, KeyError, TypeError) as exc:
+        switches = current().with_speedups(req.get("engine"))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return {"error": f"bad request: {exc}"}
     local = get_backend("local")
     runtime = local.resolve(job.language)
     if not runtime.available:
         return {"error": f"runtime {runtime.name} unavailable in the image: {runtime.reason}"}
     before = container_oom_kills()
-    result = local.judge(job, runtime, policy=policy)
+    with using(switches):
+        result = local.judge(job, runtime, compiled=compiled(), policy=policy)
     after = container_oom_kills()
     if before is None or after is None:
         result.isolation.setdefault("notes", []).append(
@@ -42,6 +69,23 @@ def handle(line: str) -> dict[str, Any]:
     elif after > before:
         result = ceiling_result(job, result)
     return {"result": result.to_dict()}
+
+
+def expect(programs: Any) -> dict[str, Any]:
+    """Announce a batch's programs to the local backend (what is worth preparing once for many
+    of them); a language the registry does not know is a bad request."""
+    if not isinstance(programs, list):
+        return {"error": "bad request: expect must be a list of programs"}
+    local = get_backend("local")
+    announced = []
+    try:
+        for p in programs:
+            job = Job(language=str(p["language"]), source_code=str(p["source_code"]), tests=())
+            announced.append((job, local.resolve(job.language)))
+    except (ValueError, KeyError, TypeError) as exc:
+        return {"error": f"bad request: expect: {exc!r}"}
+    local.expect(announced)
+    return {"expected": len(announced)}
 
 
 def ceiling_result(job: Job, judged: Result) -> Result:

@@ -9,6 +9,11 @@ work area, pids and memory ceilings, uid 10001, the seccomp profile of `seccomp_
 whole-sandbox CPU and memory accounting), this package bind-mounted read-only. A container that
 dies or answers garbage is removed and its job is an INFRA_ERROR (never a verdict).
 
+The agent keeps the local backend's speed-ups for its container's life (warm compilers, compile
+cache, precompiled headers): a batch's programs that compile are announced to every container
+before its first job of the batch (`expect`), and each job carries the driver's speed-up switches
+when they differ from the defaults, as a judge server receives them.
+
 The container's memory ceiling is never the program's fault: a job whose memory limit (or its
 compile's), plus the agent's reserve, does not fit under it is refused (INFRA_ERROR naming the
 limits, nothing run), and a job during which the container's own OOM killer fired anyway (e.g.
@@ -31,9 +36,11 @@ import subprocess
 import tempfile
 import threading
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from ..config import EngineConfig, current
 from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
 from ..isolation import CONTAINER_LAYERS, REQUIRED_LAYERS, check_policy, policy_refusal
 from ..languages import Runtime
@@ -138,6 +145,8 @@ class _Container:
         ceiling = greeting.get("memory_mb") if isinstance(greeting, dict) else None
         #: the memory ceiling the agent found on its cgroup (MB; 0 when it found none)
         self.memory_mb = ceiling if isinstance(ceiling, int) and ceiling > 0 else 0
+        #: the batch announcement (`ContainerBackend.expect`) this agent was told last
+        self.announced = 0
         #: the outer layers the agent found in effect (isolation.CONTAINER_LAYERS)
         self.layers: dict[str, bool] = {
             name: layers.get(name) is True if isinstance(layers, dict) else False
@@ -232,6 +241,8 @@ class ContainerBackend(JobBackend):
         self._all: list[_Container] = []
         self._lock = threading.Lock()
         self._image_id = ""
+        #: the latest batch announcement: its number (0: none yet) and the programs it names
+        self._announcement: tuple[int, list[dict[str, str]]] = (0, [])
         self._profile_dir = tempfile.TemporaryDirectory(prefix="code-eval-seccomp-")
 
     def check_frontend(self) -> None:
@@ -332,6 +343,30 @@ class ContainerBackend(JobBackend):
             self._all.append(c)
         return c
 
+    def expect(self, items: Sequence[tuple[Job, Runtime]]) -> None:
+        """Remember a batch's compiled programs; each container is told them before it judges
+        its first job of the batch (the agent's local backend decides what to prepare)."""
+        programs = [
+            {"language": job.language, "source_code": job.source_code}
+            for job, runtime in items
+            if runtime.compile is not None
+        ]
+        with self._lock:
+            self._announcement = (self._announcement[0] + 1, programs)
+
+    def _announce(self, c: _Container) -> None:
+        """Tell container `c` the latest batch announcement if it has not heard it yet."""
+        with self._lock:
+            number, programs = self._announcement
+        if c.announced >= number:
+            return
+        if programs:
+            answer = c.ask({"expect": programs})
+            if answer.get("expected") != len(programs):
+                c.kill()
+                raise SandboxError(f"judge container: expect answered {str(answer)[:300]}")
+        c.announced = number
+
     def host_refusal(self, policy: str) -> str:
         super().host_refusal(policy)
         try:
@@ -378,8 +413,13 @@ class ContainerBackend(JobBackend):
                 detail=too_big,
                 isolation={"backend": self.name, **c.layers},
             )
+        request: dict[str, Any] = {"job": job_to_dict(job), "policy": policy}
+        switches = current().speedups()
+        if switches != EngineConfig().speedups():  # only what differs from the agent's defaults
+            request["engine"] = switches
         try:
-            answer = c.ask({"job": job_to_dict(job), "policy": policy})
+            self._announce(c)
+            answer = c.ask(request)
         except SandboxError:
             # the agent itself may be what the container's OOM killer chose
             if not c.oom_killed():
