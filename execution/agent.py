@@ -1,26 +1,33 @@
-"""The judge agent inside a container: JSON lines in, JSON lines out, one job at a time.
+"""The judge agent inside a container: JSON lines in, JSON lines out, up to `--jobs` jobs at once.
 
-Each request `{"job": {...}, "policy": "required"}` is judged with the local backend (the same
-runner and sandbox as on a host) and answered `{"result": {...}}`; a request it cannot read is
-answered `{"error": "..."}`. The container (see backends/container.py) is the outer boundary.
+Each request `{"id": N, "job": {...}, "policy": "required"}` is judged with the local backend
+(the same runner and sandbox as on a host) and answered `{"id": N, "result": {...}}`, in the
+order the jobs finish; a request it cannot read is answered `{"id": N, "error": "..."}`. The
+container (see backends/container.py) is the outer boundary.
 A job during which the container's own OOM killer fired (its memory ceiling, not the job's
-limit) is answered INFRA_ERROR, whatever the program's tests said.
+limit; with jobs judged at once, whichever job's program caused it) is answered INFRA_ERROR,
+whatever the program's tests said.
 
 The agent lives as long as its container, so the local backend's speed-ups serve every job it
-judges, as in one engine on a host: its warm compilers, its compile cache (in memory, bounded
+judges, as in one engine with `--jobs` workers on a host: its warm compilers (one server per
+language for all its jobs), its compile cache (in memory, bounded
 well inside the agent's memory reserve) and its precompiled headers, which are built only for an
 include list a batch announces enough programs of: `{"expect": [{"language": ..., "source_code":
-...}, ...]}` announces the programs of a batch (answered `{"expected": N}`). A job request may
+...}, ...]}` announces the programs of a batch (answered `{"expected": N}` before any later
+request is read). A job request may
 carry the driver's speed-up switches (`"engine": {...}`, `config.SPEEDUPS` only, never
 isolation), validated as a judge server validates them.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +50,9 @@ def compiled() -> CompileCache:
     return _compiled
 
 
-def handle(line: str) -> dict[str, Any]:
+def handle(req: Any) -> dict[str, Any]:
+    """The answer to one request (a job or a batch announcement), without its id."""
     try:
-        req = json.loads(line)
         if isinstance(req, dict) and "expect" in req:
             return expect(req["expect"])
         job = job_from_dict(req["job"])
@@ -183,20 +190,50 @@ def container_layers() -> dict[str, bool]:
     }
 
 
-def main() -> int:
+class Replies:
+    """The agent's stdout, written one whole answer line at a time from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def send(self, request_id: Any, answer: dict[str, Any]) -> None:
+        line = json.dumps({"id": request_id, **answer})
+        with self._lock:
+            print(line, flush=True)
+
+
+def answer(request: Any) -> dict[str, Any]:
+    """`handle` with an engine failure answered as an error (the caller's INFRA_ERROR)."""
+    try:
+        return handle(request)
+    except Exception as exc:
+        return {"error": f"agent: {type(exc).__name__}: {exc}"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="the judge agent of a container")
+    ap.add_argument("--jobs", type=int, default=1, help="jobs judged at once")
+    jobs = max(1, ap.parse_args(argv).jobs)
     # the work area is the agent's alone (podman's chowned tmpfs comes up 0755)
     with contextlib.suppress(OSError):
         os.chmod(os.getcwd(), 0o700)
     greeting = {"ready": True, "layers": container_layers(), "memory_mb": memory_ceiling_mb()}
     print(json.dumps(greeting), flush=True)
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            answer = handle(line)
-        except Exception as exc:  # an engine failure: the caller turns it into INFRA_ERROR
-            answer = {"error": f"agent: {type(exc).__name__}: {exc}"}
-        print(json.dumps(answer), flush=True)
+    replies = Replies()
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="agent") as pool:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+            except ValueError as exc:
+                replies.send(None, {"error": f"bad request: {exc}"})
+                continue
+            request_id = request.get("id") if isinstance(request, dict) else None
+            if isinstance(request, dict) and "expect" in request:
+                replies.send(request_id, answer(request))  # before any later job starts
+                continue
+            pool.submit(lambda r=request, i=request_id: replies.send(i, answer(r)))
     return 0
 
 
