@@ -515,8 +515,8 @@ class ContainerBackend(JobBackend):
                 runtime=runtime.info(),
                 id=job.id,
                 detail=(
-                    f"the container's memory ceiling ({self.memory_mb} MB) was reached while "
-                    f"judging (its OOM killer ended the judge; the job's limit is "
+                    f"the container's memory ceiling ({self.memory_mb * c.jobs} MB) was reached "
+                    "while judging (its OOM killer ended the judge; the job's limit is "
                     f"{job.memory_limit_mb} MB): give the container more memory or judge the "
                     "job elsewhere"
                 ),
