@@ -561,6 +561,11 @@ class ContainerBackend(JobBackend):
             "backend with a larger memory_mb or judge it elsewhere"
         )
 
+    def container_names(self) -> list[str]:
+        """The names of the live judge containers (to read the runtime's records of them)."""
+        with self._lock:
+            return [c.name for c in self._all if c.alive()]
+
     def identity(self) -> str:
         base = f"container:{self.image_id()[:19]}:{self.runtime}"
         return base if self.frontend == "docker" else f"{base}:{self.frontend}"
