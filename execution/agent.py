@@ -210,6 +210,10 @@ def answer(request: Any) -> dict[str, Any]:
         return {"error": f"agent: {type(exc).__name__}: {exc}"}
 
 
+def judge_and_reply(replies: Replies, request_id: Any, request: Any) -> None:
+    replies.send(request_id, answer(request))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="the judge agent of a container")
     ap.add_argument("--jobs", type=int, default=1, help="jobs judged at once")
@@ -233,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(request, dict) and "expect" in request:
                 replies.send(request_id, answer(request))  # before any later job starts
                 continue
-            pool.submit(lambda r=request, i=request_id: replies.send(i, answer(r)))
+            pool.submit(judge_and_reply, replies, request_id, request)
     return 0
 
 
