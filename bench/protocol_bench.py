@@ -26,9 +26,18 @@ equal workload is measured `--rounds` times per backend, the backends interleave
 another order), and the best wall time of each counts; every run also reports the CPU time of
 its whole process tree (driver, Ray's daemons and node judges, compilers, sandboxes), which other
 work does not inflate: the CPU ratio is what the backend costs on a machine of its own. The
-container backend (`container.py`, N judge containers) joins the equal-workload rounds when a
-Docker daemon and the judge image are there (else the reason is printed), on the languages the
-image holds (local is measured on the same subset for its ratio).
+container backend (`container.py`, one judge container of N job slots) joins the equal-workload
+rounds when a Docker daemon and a judge image are there (else the reason is printed): the image
+of every language when one was built (`make image`, label `code-eval.langs=all`; it then judges
+the hidden-sized workload too), else
+`code-eval-judge:latest` on the languages it holds (local is then measured on the same subset,
+and the output says the image is partial). The container's CPU time is its cgroup's (the
+programs run under the Docker daemon, outside this process tree) plus the driver's tree. On a
+shared machine the container's wall time is at a disadvantage that is not the backend's: the
+daemon puts every container in one cgroup, which the kernel weighs as one task against each
+process of the rest of the machine, so the CPU ratio is the figure to read there. Per language,
+the sandboxes' CPU time of both backends and the toolchain versions (the host's and the
+image's may differ: the ratio is also given over the languages whose versions agree).
 
 Run: `python bench/protocol_bench.py` (`make bench`), `--per-language 4` for a quick look.
 """
@@ -38,6 +47,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,6 +84,7 @@ class Run:
     verdicts: list[str]
     sandbox_cpu_s: float  # compile and test CPU the results record
     tree_cpu_s: float  # CPU of this process and all its descendants during the run
+    results: list[Result]
 
     @property
     def busy(self) -> float:
@@ -137,12 +148,46 @@ def tree_cpu_s() -> float:
     return sum(cpu.get(pid, 0.0) for pid in mine)
 
 
-def measure(engine: Engine, jobs: list[Job], backend: str, name: str, cpus: int) -> Run:
-    cpu0 = tree_cpu_s()
+def container_cpu_s(backend: ContainerBackend) -> float:
+    """CPU seconds of the backend's live judge containers so far, from their cgroups (v1
+    cpuacct or v2 cpu.stat, found through the container's first process)."""
+    total = 0.0
+    for name in backend.container_names():
+        proc = subprocess.run(
+            [backend.docker, "inspect", "-f", "{{.State.Pid}}", name],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        pid = proc.stdout.strip()
+        if proc.returncode != 0 or not pid.isdigit() or pid == "0":
+            continue
+        for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if "cpuacct" in controllers.split(","):
+                usage = Path("/sys/fs/cgroup/cpuacct", path.lstrip("/"), "cpuacct.usage")
+                total += int(usage.read_text()) / 1e9
+                break
+            if controllers == "":
+                stat = Path("/sys/fs/cgroup", path.lstrip("/"), "cpu.stat")
+                if stat.is_file():
+                    fields = dict(ln.split() for ln in stat.read_text().splitlines())
+                    total += int(fields.get("usage_usec", 0)) / 1e6
+    return total
+
+
+def measure(
+    engine: Engine,
+    jobs: list[Job],
+    backend: str,
+    name: str,
+    cpus: int,
+    container: ContainerBackend | None = None,
+) -> Run:
+    """One timed batch; the CPU time of `container`'s judge containers counts with the tree."""
+    cpu0 = tree_cpu_s() + (container_cpu_s(container) if container else 0.0)
     start = time.perf_counter()
     results: list[Result] = engine.judge_many(jobs)
     wall = time.perf_counter() - start
-    tree = tree_cpu_s() - cpu0
+    tree = tree_cpu_s() + (container_cpu_s(container) if container else 0.0) - cpu0
     if any(r.cached for r in results):
         raise SystemExit(f"bench: {backend} {name}: cache hits in a cold run")
     return Run(
@@ -158,6 +203,7 @@ def measure(engine: Engine, jobs: list[Job], backend: str, name: str, cpus: int)
             for r in results
         ),
         tree,
+        results,
     )
 
 
@@ -187,11 +233,21 @@ def ray_run(jobs: list[Job], name: str, cpus: int, root: Path) -> Run:
         ray.close()
 
 
-def container_jobs(jobs: list[Job]) -> tuple[list[Job], str]:
+def full_image() -> str:
+    """The newest judge image of every language (`make image`), "" when none was built."""
+    proc = subprocess.run(
+        ["docker", "images", "-q", "--filter", "label=code-eval.langs=all"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    ids = proc.stdout.split() if proc.returncode == 0 else []
+    return ids[0] if ids else ""
+
+
+def container_jobs(jobs: list[Job], image: str) -> tuple[list[Job], str]:
     """The jobs the judge image can judge, or none and why the container backend is left out."""
     if not shutil.which("docker"):
         return [], "no docker command (make container-tools image)"
-    backend = ContainerBackend()
+    backend = ContainerBackend(image=image)
     try:
         why = backend.host_refusal("required")
         if why:
@@ -205,19 +261,21 @@ def container_jobs(jobs: list[Job]) -> tuple[list[Job], str]:
     return kept, "" if kept else f"the judge image holds none of the languages ({clusters})"
 
 
-def container_run(jobs: list[Job], name: str, cpus: int, root: Path) -> Run:
-    """N judge containers (started before the timing, as Ray's node judges are)."""
+def container_run(jobs: list[Job], name: str, cpus: int, root: Path, image: str) -> Run:
+    """One judge container of N job slots (started before the timing, as Ray's node judges
+    are; a fresh one each run, so its warm compilers and headers start cold as local's do)."""
     cold_caches(root, f"container-{name}")
-    backend = ContainerBackend()
+    backend = ContainerBackend(image=image, jobs_per_container=str(cpus))
     try:
         warm = [Job("Python 3", f"print({k})\n", (TestCase("", (str(k),)),)) for k in range(cpus)]
         Engine(workers=cpus, backend=backend).judge_many(warm)
-        return measure(Engine(workers=cpus, backend=backend), jobs, "container", name, cpus)
+        engine = Engine(workers=cpus, backend=backend)
+        return measure(engine, jobs, "container", name, cpus, container=backend)
     finally:
         backend.close()
 
 
-RUNNERS = {"local": local_run, "ray": ray_run, "container": container_run}
+RUNNERS = {"local": local_run, "ray": ray_run}
 
 
 def best(runs: list[Run], backend: str, workload: str) -> Run:
@@ -238,6 +296,44 @@ def report(r: Run, rounds: int) -> None:
     )
 
 
+def sandbox_cpu(run: Run, jobs: list[Job]) -> dict[str, tuple[float, set[str]]]:
+    """Per language cluster: the sandboxes' CPU seconds of a run and its toolchain versions."""
+    out: dict[str, tuple[float, set[str]]] = {}
+    for job, r in zip(jobs, run.results, strict=True):
+        cluster = resolve(job.language).cluster
+        cpu, versions = out.get(cluster, (0.0, set()))
+        cpu += (r.compile.time_s if r.compile else 0.0) + sum(t.time_s for t in r.tests)
+        out[cluster] = (cpu, versions | {str(r.runtime.get("version"))})
+    return out
+
+
+def language_split(local: Run, boxed: Run, jobs: list[Job]) -> list[str]:
+    """Lines comparing the sandboxes' CPU time per language, and the ratio over the languages
+    whose toolchain versions agree between the host and the image."""
+    lo, co = sandbox_cpu(local, jobs), sandbox_cpu(boxed, jobs)
+    lines, same_lo, same_co, differ = [], 0.0, 0.0, []
+    for cluster in sorted(lo):
+        (a, va), (b, vb) = lo[cluster], co[cluster]
+        same = va == vb
+        if same:
+            same_lo, same_co = same_lo + a, same_co + b
+        else:
+            differ.append(cluster)
+        versions = "/".join(sorted(va)) + ("" if same else f" on the host, {'/'.join(sorted(vb))}")
+        lines.append(
+            f"    {cluster:10} sandbox CPU local {a:6.1f} s, container {b:6.1f} s "
+            f"(x{a / max(1e-9, b):.2f}); toolchain {versions}{'' if same else ' in the image'}"
+        )
+    total_lo, total_co = sum(v[0] for v in lo.values()), sum(v[0] for v in co.values())
+    lines.append(
+        f"    sandbox CPU, all languages: x{total_lo / max(1e-9, total_co):.2f}; the "
+        f"{len(lo) - len(differ)} with the same toolchain versions: "
+        f"x{same_lo / max(1e-9, same_co):.2f}"
+        + (f" (versions differ: {', '.join(differ)})" if differ else "")
+    )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--per-language", type=int, default=12, help="programs per language")
@@ -245,24 +341,41 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpus", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--rounds", type=int, default=2, help="runs per backend of the equal workload")
     ap.add_argument("--no-container", action="store_true", help="leave the container backend out")
+    ap.add_argument("--no-ray", action="store_true", help="leave the Ray backend out")
+    ap.add_argument(
+        "--image", default="", help="judge image (default: the full one when built, else latest)"
+    )
     args = ap.parse_args(argv)
     equal, hidden = workload(args.per_language, None), workload(args.per_language, args.tests)
     cpus, rounds = args.cpus, max(1, args.rounds)
-    boxed, why = ([], "--no-container") if args.no_container else container_jobs(equal)
+    image = args.image
+    if not image and not args.no_container and shutil.which("docker"):
+        image = full_image() or "code-eval-judge:latest"
+    boxed, why = ([], "--no-container") if args.no_container else container_jobs(equal, image)
+    # the image of every language judges the equal workload itself; a partial one a subset
+    boxed_name = "equal" if len(boxed) == len(equal) else "container"
+    others = [] if args.no_ray else ["ray"]
     plan: list[tuple[str, str, list[Job]]] = []
     for k in range(rounds):  # interleaved, each round in another order
-        order = [("local", equal), ("ray", equal)]
+        order = [("local", "equal", equal)] + [(b, "equal", equal) for b in others]
         if boxed:
-            order += [("container", boxed), ("local", boxed)]
+            order.append(("container", boxed_name, boxed))
+            if boxed_name != "equal":
+                order.append(("local", boxed_name, boxed))
         order = order[k % len(order) :] + order[: k % len(order)]
-        plan += [(b, "equal" if jobs is equal else "container", jobs) for b, jobs in order]
-    plan += [("local", "hidden", hidden), ("ray", "hidden", hidden)]
+        plan += order
+    # the hidden-sized workload on the container too when its image holds every language
+    hidden_by = others + (["container"] if boxed and boxed_name == "equal" else [])
+    plan += [("local", "hidden", hidden)] + [(b, "hidden", hidden) for b in hidden_by]
     saved = os.environ.get("CODE_EVAL_CACHE")
     runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="protocol-bench-") as tmp:
         try:
             for n, (backend, name, jobs) in enumerate(plan):
-                runs.append(RUNNERS[backend](jobs, f"{name}-{n}", cpus, Path(tmp)))
+                if backend == "container":
+                    runs.append(container_run(jobs, f"{name}-{n}", cpus, Path(tmp), image))
+                else:
+                    runs.append(RUNNERS[backend](jobs, f"{name}-{n}", cpus, Path(tmp)))
                 runs[-1].workload = name
         finally:
             if saved is None:
@@ -284,10 +397,11 @@ def main(argv: list[str] | None = None) -> int:
         f"protocol bench: {n} programs ({args.per_language} per language, 11 languages), "
         f"{cpus} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} (1, 5, 15 min)"
     )
-    names = [("local", "equal"), ("ray", "equal")]
+    names = [("local", "equal")] + [(b, "equal") for b in others]
     if boxed:
-        names += [("local", "container"), ("container", "container")]
-    names += [("local", "hidden"), ("ray", "hidden")]
+        names += [("local", boxed_name)] if boxed_name != "equal" else []
+        names += [("container", boxed_name)]
+    names += [("local", "hidden")] + [(b, "hidden") for b in hidden_by]
     for backend, name in names:
         report(best(runs, backend, name), rounds if name != "hidden" else 1)
 
@@ -295,25 +409,35 @@ def main(argv: list[str] | None = None) -> int:
         a, b = best(runs, "local", name), best(runs, backend, name)
         goal = "within" if b.per_core >= 0.9 * a.per_core else "outside"
         wall = f"x{b.per_core / a.per_core:.2f} wall ({goal} 10%)"
-        if backend == "container":  # its programs run under the Docker daemon, not our tree
-            return wall + ", CPU time not counted (the containers run under the Docker daemon)"
-        return wall + f", x{a.tree_cpu_s / max(1e-9, b.tree_cpu_s):.2f} by CPU time"
+        by_cpu = a.tree_cpu_s / max(1e-9, b.tree_cpu_s)
+        return wall + f", x{by_cpu:.2f} by CPU time ({'within' if by_cpu >= 0.9 else 'outside'})"
 
-    print(f"  ray {cpus} CPUs / local {cpus} workers, equal workload: {ratios('ray', 'equal')}")
+    for b in others:
+        print(f"  {b} {cpus} CPUs / local {cpus} workers, equal workload: {ratios(b, 'equal')}")
     if boxed:
-        langs = len({j.language for j in boxed})
-        print(
-            f"  container {cpus} workers / local {cpus} workers, equal workload on the image's "
-            f"{langs} languages ({len(boxed)} programs): {ratios('container', 'container')}"
+        langs = sorted({resolve(j.language).cluster for j in boxed})
+        kind = (
+            f"the full judge image ({len(langs)} languages)"
+            if boxed_name == "equal"
+            else f"a PARTIAL judge image ({len(langs)} of 11 languages: {', '.join(langs)}; "
+            "`make image` builds the full one)"
         )
+        print(
+            f"  container {cpus} job slots / local {cpus} workers, equal workload on {kind}, "
+            f"{len(boxed)} programs, image {ContainerBackend(image=image).image_id()[:19]}: "
+            f"{ratios('container', boxed_name)}; CPU time with the container's cgroup"
+        )
+        print("\n".join(language_split(best(runs, "local", boxed_name),
+                                        best(runs, "container", boxed_name), boxed)))  # fmt: skip
     else:
         print(f"  container backend left out: {why}")
-    print(f"  ray / local, hidden-sized: {ratios('ray', 'hidden')}")
+    for b in hidden_by:
+        print(f"  {b} / local, hidden-sized: {ratios(b, 'hidden')}")
     print(
         f"  tests per program: {args.tests} assumed for a hidden set (not in the shared data); "
         f"the sample tests are {sample_tests:.1f} a program"
     )
-    for backend in ("local", "ray"):
+    for backend in ["local", *hidden_by]:
         eq, hid = best(runs, backend, "equal"), best(runs, backend, "hidden")
         # core-seconds per program = fixed + per_test * tests (two points)
         c_eq, c_hid = 1 / eq.per_core, 1 / hid.per_core

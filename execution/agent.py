@@ -1,38 +1,72 @@
-"""The judge agent inside a container: JSON lines in, JSON lines out, one job at a time.
+"""The judge agent inside a container: JSON lines in, JSON lines out, up to `--jobs` jobs at once.
 
-Each request `{"job": {...}, "policy": "required"}` is judged with the local backend (the same
-runner and sandbox as on a host) and answered `{"result": {...}}`; a request it cannot read is
-answered `{"error": "..."}`. The container (see backends/container.py) is the outer boundary.
+Each request `{"id": N, "job": {...}, "policy": "required"}` is judged with the local backend
+(the same runner and sandbox as on a host) and answered `{"id": N, "result": {...}}`, in the
+order the jobs finish; a request it cannot read is answered `{"id": N, "error": "..."}`. The
+container (see backends/container.py) is the outer boundary.
 A job during which the container's own OOM killer fired (its memory ceiling, not the job's
-limit) is answered INFRA_ERROR, whatever the program's tests said.
+limit; with jobs judged at once, whichever job's program caused it) is answered INFRA_ERROR,
+whatever the program's tests said.
+
+The agent lives as long as its container, so the local backend's speed-ups serve every job it
+judges, as in one engine with `--jobs` workers on a host: its warm compilers (one server per
+language for all its jobs), its compile cache (in memory, bounded
+well inside the agent's memory reserve) and its precompiled headers, which are built only for an
+include list a batch announces enough programs of: `{"expect": [{"language": ..., "source_code":
+...}, ...]}` announces the programs of a batch (answered `{"expected": N}` before any later
+request is read). A job request may
+carry the driver's speed-up switches (`"engine": {...}`, `config.SPEEDUPS` only, never
+isolation), validated as a judge server validates them.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from .backends import get_backend
+from .compile_cache import CompileCache
+from .config import current, using
 from .types import Job, Result, Verdict, job_from_dict
 
+#: the compiled programs kept in memory for the agent's life (far below `AGENT_RESERVE_MB` of
+#: backends/container.py, the container memory no job may use)
+COMPILED_MAX_BYTES = 32 * 1024 * 1024
+_compiled: CompileCache | None = None
 
-def handle(line: str) -> dict[str, Any]:
+
+def compiled() -> CompileCache:
+    """The agent's compile cache (made at the first job)."""
+    global _compiled
+    if _compiled is None:
+        _compiled = CompileCache(None, max_bytes=COMPILED_MAX_BYTES)
+    return _compiled
+
+
+def handle(req: Any) -> dict[str, Any]:
+    """The answer to one request (a job or a batch announcement), without its id."""
     try:
-        req = json.loads(line)
+        if isinstance(req, dict) and "expect" in req:
+            return expect(req["expect"])
         job = job_from_dict(req["job"])
         policy = str(req.get("policy", "required"))
-    except (ValueError, KeyError, TypeError) as exc:
+        switches = current().with_speedups(req.get("engine"))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return {"error": f"bad request: {exc}"}
     local = get_backend("local")
     runtime = local.resolve(job.language)
     if not runtime.available:
         return {"error": f"runtime {runtime.name} unavailable in the image: {runtime.reason}"}
     before = container_oom_kills()
-    result = local.judge(job, runtime, policy=policy)
+    with using(switches):
+        result = local.judge(job, runtime, compiled=compiled(), policy=policy)
     after = container_oom_kills()
     if before is None or after is None:
         result.isolation.setdefault("notes", []).append(
@@ -42,6 +76,23 @@ def handle(line: str) -> dict[str, Any]:
     elif after > before:
         result = ceiling_result(job, result)
     return {"result": result.to_dict()}
+
+
+def expect(programs: Any) -> dict[str, Any]:
+    """Announce a batch's programs to the local backend (what is worth preparing once for many
+    of them); a language the registry does not know is a bad request."""
+    if not isinstance(programs, list):
+        return {"error": "bad request: expect must be a list of programs"}
+    local = get_backend("local")
+    announced = []
+    try:
+        for p in programs:
+            job = Job(language=str(p["language"]), source_code=str(p["source_code"]), tests=())
+            announced.append((job, local.resolve(job.language)))
+    except (ValueError, KeyError, TypeError) as exc:
+        return {"error": f"bad request: expect: {exc!r}"}
+    local.expect(announced)
+    return {"expected": len(announced)}
 
 
 def ceiling_result(job: Job, judged: Result) -> Result:
@@ -146,20 +197,54 @@ def container_layers() -> dict[str, bool]:
     }
 
 
-def main() -> int:
+class Replies:
+    """The agent's stdout, written one whole answer line at a time from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def send(self, request_id: Any, answer: dict[str, Any]) -> None:
+        line = json.dumps({"id": request_id, **answer})
+        with self._lock:
+            print(line, flush=True)
+
+
+def answer(request: Any) -> dict[str, Any]:
+    """`handle` with an engine failure answered as an error (the caller's INFRA_ERROR)."""
+    try:
+        return handle(request)
+    except Exception as exc:
+        return {"error": f"agent: {type(exc).__name__}: {exc}"}
+
+
+def judge_and_reply(replies: Replies, request_id: Any, request: Any) -> None:
+    replies.send(request_id, answer(request))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="the judge agent of a container")
+    ap.add_argument("--jobs", type=int, default=1, help="jobs judged at once")
+    jobs = max(1, ap.parse_args(argv).jobs)
     # the work area is the agent's alone (podman's chowned tmpfs comes up 0755)
     with contextlib.suppress(OSError):
         os.chmod(os.getcwd(), 0o700)
     greeting = {"ready": True, "layers": container_layers(), "memory_mb": memory_ceiling_mb()}
     print(json.dumps(greeting), flush=True)
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            answer = handle(line)
-        except Exception as exc:  # an engine failure: the caller turns it into INFRA_ERROR
-            answer = {"error": f"agent: {type(exc).__name__}: {exc}"}
-        print(json.dumps(answer), flush=True)
+    replies = Replies()
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="agent") as pool:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+            except ValueError as exc:
+                replies.send(None, {"error": f"bad request: {exc}"})
+                continue
+            request_id = request.get("id") if isinstance(request, dict) else None
+            if isinstance(request, dict) and "expect" in request:
+                replies.send(request_id, answer(request))  # before any later job starts
+                continue
+            pool.submit(judge_and_reply, replies, request_id, request)
     return 0
 
 

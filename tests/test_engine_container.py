@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,7 +99,9 @@ def test_hardening_in_effect(backend: ContainerBackend) -> None:
         assert host["NetworkMode"] == "none" and host["ReadonlyRootfs"] is True
         assert host["CapDrop"] == ["ALL"] and host["Privileged"] is False
         assert "no-new-privileges" in host["SecurityOpt"]
-        assert host["PidsLimit"] == backend.pids and host["Memory"] == backend.memory_mb << 20
+        # the options are one job slot's ceilings; the container has `jobs` slots
+        assert host["PidsLimit"] == backend.pids * backend.jobs
+        assert host["Memory"] == backend.memory_mb * backend.jobs << 20
         assert info["Config"]["User"] == "10001:10001"
     finally:
         backend._idle.put(c)
@@ -108,13 +111,40 @@ def test_dead_container_is_infra_error(backend: ContainerBackend) -> None:
     c = backend._acquire()
     c.kill()
     backend._idle.put(c)  # a dead one is skipped: the next job gets a fresh container
-    eng = Engine(workers=1, backend=backend, cache=None)
+    eng = Engine(workers=2, backend=backend, cache=None)
     assert eng.judge(_job("Python", HELLO["Python"], [("", "Hello, World!")])).passed
-    c = backend._acquire()
-    c.proc.stdout.close()  # type: ignore[union-attr]
-    backend._idle.put(c)
-    r = eng.judge(_job("Python", HELLO["Python"], [("", "Hello, World!")]))
-    assert r.verdict is Verdict.INFRA_ERROR, describe(r)
+    # the container dies while judging two jobs at once: both are INFRA_ERRORs, none a verdict
+    slow = "import time\ntime.sleep(8)\nprint({k})\n"
+    jobs = [_job("Python", slow.format(k=k), [("", str(k))], time_limit_s=10.0) for k in (1, 2)]
+    live = [c for c in backend._all if c.alive()]
+    assert len(live) == 1
+    killer = threading.Timer(2.0, subprocess.run, ([backend.docker, "kill", live[0].name],))
+    killer.start()
+    try:
+        results = eng.judge_many(jobs)
+    finally:
+        killer.join()
+    for r in results:
+        assert r.verdict is Verdict.INFRA_ERROR and "died" in r.detail, describe(r)
+    assert eng.judge(_job("Python", HELLO["Python"], [("", "Hello, World!")])).passed
+
+
+def test_one_container_judges_an_engines_workers(backend: ContainerBackend) -> None:
+    """Two workers' jobs go to one container (its agent's warm compilers, headers and compile
+    cache serve both; one job a container started one per worker), and its agent heard the
+    batch's announcement first."""
+    if backend.jobs < 2:
+        pytest.skip("one CPU: one job slot a container")
+    eng = Engine(workers=2, backend=backend, cache=None)
+    slow = "import time\ntime.sleep(1.5)\nprint({k})\n"
+    compiled = _job("C", HELLO["C"], [("", "Hello, World!")])
+    jobs = [_job("Python", slow.format(k=k), [("", str(k))]) for k in range(4)] + [compiled]
+    results = eng.judge_many(jobs)
+    assert all(r.passed for r in results), [describe(r) for r in results if not r.passed]
+    live = [c for c in backend._all if c.alive()]
+    assert len(live) == 1 and live[0].jobs == backend.jobs
+    assert live[0].announced == backend._announcement[0] > 0
+    assert backend._announcement[1] == [{"language": "C", "source_code": HELLO["C"]}]
 
 
 def test_outer_layers_are_probed_inside_and_required(backend: ContainerBackend) -> None:
@@ -167,7 +197,9 @@ print("done")
 @pytest.fixture(scope="module")
 def small(backend: ContainerBackend) -> Iterator[ContainerBackend]:
     """The judge image in containers with a 384 MB ceiling."""
-    b = ContainerBackend(image=backend.image, docker=backend.docker, memory_mb="384")
+    b = ContainerBackend(
+        image=backend.image, docker=backend.docker, memory_mb="384", jobs_per_container="1"
+    )
     try:
         yield b
     finally:

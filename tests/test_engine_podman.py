@@ -105,7 +105,9 @@ def test_rootful_hardening_as_podman_reports_it(rootful: ContainerBackend) -> No
         rootful._idle.put(c)
     host = info["HostConfig"]
     assert host["NetworkMode"] == "none" and host["ReadonlyRootfs"] is True
-    assert host["PidsLimit"] == rootful.pids and host["Memory"] == rootful.memory_mb << 20
+    # the options are one job slot's ceilings; the container has `jobs` slots
+    assert host["PidsLimit"] == rootful.pids * rootful.jobs
+    assert host["Memory"] == rootful.memory_mb * rootful.jobs << 20
     assert host["Privileged"] is False and not info["EffectiveCaps"], info["EffectiveCaps"]
     assert "no-new-privileges" in host["SecurityOpt"] and info["Config"]["User"] == "10001:10001"
 
@@ -117,7 +119,7 @@ def test_rootful_container_oom_killer_is_infra_error(
     container: the container's OOM killer fires, and that is the engine's failure."""
     from tests.test_engine_container import CEILING_HOG, _job
 
-    small = ContainerBackend(frontend="podman", memory_mb="384")
+    small = ContainerBackend(frontend="podman", memory_mb="384", jobs_per_container="1")
     try:
         eng = Engine(workers=1, backend=small, cache=tmp_path / "cache")
         job = _job(

@@ -1,19 +1,29 @@
-"""The container backend: warm containers of the judge image, one per worker thread, each
-running `execution.agent` (the local runner and sandbox) as an unprivileged user. The front-end
-is `docker` (a daemon) or `podman` (daemonless, rootless for users without root); the OCI
-runtime (runc, runsc, crun) is a separate setting.
+"""The container backend: warm containers of the judge image, each running `execution.agent`
+(the local runner and sandbox) as an unprivileged user and judging up to `jobs_per_container`
+jobs at once (default: this host's CPUs, so one engine's workers share one agent, as the workers
+of a local engine share one process). The front-end is `docker` (a daemon) or `podman`
+(daemonless, rootless for users without root); the OCI runtime (runc, runsc, crun) is a
+separate setting.
 
 Each container: no network, no new privileges, read-only root, all capabilities dropped, a tmpfs
-work area, pids and memory ceilings, uid 10001, the seccomp profile of `seccomp_profile.py`
+work area, pids and memory ceilings (the options are one job slot's: a container of N slots gets
+N times each), uid 10001, the seccomp profile of `seccomp_profile.py`
 (user namespaces allowed, so the launcher builds its rootless sandbox inside, with the
 whole-sandbox CPU and memory accounting), this package bind-mounted read-only. A container that
-dies or answers garbage is removed and its job is an INFRA_ERROR (never a verdict).
+dies or answers garbage is removed and every job it was judging is an INFRA_ERROR (never a
+verdict).
+
+The agent keeps the local backend's speed-ups for its container's life (warm compilers, compile
+cache, precompiled headers): a batch's programs that compile are announced to every container
+before its first job of the batch (`expect`), and each job carries the driver's speed-up switches
+when they differ from the defaults, as a judge server receives them.
 
 The container's memory ceiling is never the program's fault: a job whose memory limit (or its
 compile's), plus the agent's reserve, does not fit under it is refused (INFRA_ERROR naming the
 limits, nothing run), and a job during which the container's own OOM killer fired anyway (e.g.
 files in the work dir's tmpfs, which the sandbox's sampled memory does not count) is answered
-INFRA_ERROR by the agent. Neither is cached.
+INFRA_ERROR by the agent (with several jobs at once, every job judged while it fired: which
+program caused it cannot be told). Neither is cached.
 
 Rootless podman can only set the pids and memory ceilings where cgroup v2 delegates the `memory`
 and `pids` controllers to the user (on cgroup v1 it ignores them with a warning). Without them,
@@ -28,6 +38,7 @@ in its notes.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import queue
 import resource
@@ -35,13 +46,15 @@ import subprocess
 import tempfile
 import threading
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from ..config import EngineConfig, current
 from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
 from ..isolation import CONTAINER_LAYERS, REQUIRED_LAYERS, check_policy, policy_refusal
 from ..languages import Runtime
-from ..limits import COMPILE_LIMITS
+from ..limits import COMPILE_LIMITS, cpu_count
 from ..sandbox import SandboxError
 from ..types import Job, Result, Verdict, job_to_dict
 from .base import JobBackend, verdict_under_policy
@@ -135,9 +148,15 @@ RM_NOW = {"docker": ("rm", "-f"), "podman": ("rm", "-f", "--time", "0")}
 
 
 class _Container:
-    def __init__(self, argv: list[str], docker: str, name: str, frontend: str = "docker") -> None:
+    """One judge container: its agent judges up to `jobs` requests at once; a reader thread
+    hands each answer line to the request of its id."""
+
+    def __init__(
+        self, argv: list[str], docker: str, name: str, frontend: str = "docker", jobs: int = 1
+    ) -> None:
         #: the container's name: kept after it stops (no --rm) so its end can be inspected
-        self.docker, self.name, self.frontend = docker, name, frontend
+        self.docker, self.name, self.frontend, self.jobs = docker, name, frontend, jobs
+        self._removing, self._removed, self._ended = threading.Lock(), False, ""
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
@@ -150,6 +169,9 @@ class _Container:
         ceiling = greeting.get("memory_mb") if isinstance(greeting, dict) else None
         #: the memory ceiling the agent found on its cgroup (MB; 0 when it found none)
         self.memory_mb = ceiling if isinstance(ceiling, int) and ceiling > 0 else 0
+        #: the batch announcement (`ContainerBackend.expect`) this agent was told last
+        self.announced = 0
+        self.announcing = threading.Lock()
         #: the outer layers the agent found in effect (isolation.CONTAINER_LAYERS)
         self.layers: dict[str, bool] = {
             name: layers.get(name) is True if isinstance(layers, dict) else False
@@ -161,28 +183,76 @@ class _Container:
             )
             self.kill()
             raise SandboxError(f"judge container did not start: {err or hello!r}")
+        self._lock = threading.Lock()
+        self._write = threading.Lock()
+        self._ids = itertools.count(1)
+        #: request id -> where its answer goes (None: the container ended first)
+        self._waiting: dict[int, queue.SimpleQueue[dict[str, Any] | None]] = {}
+        #: why the container can answer nothing more ("" while it can), and whether it answered
+        #: something it was not asked (then it is removed, not kept for inspection)
+        self._ended, self._garbage = "", False
+        threading.Thread(target=self._read_answers, name=f"{name}-answers", daemon=True).start()
 
     def _readline(self) -> bytes:
         out: IO[bytes] | None = self.proc.stdout
         return out.readline() if out else b""
 
-    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        assert self.proc.stdin is not None
+    def _read_answers(self) -> None:
+        """Deliver every answer line to its request, until the agent's output ends or holds
+        anything but an answer to a request in flight."""
+        why, garbage = "its output ended", False
         try:
-            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-            self.proc.stdin.flush()
-            line = self._readline()
-            answer = json.loads(line)
+            while line := self._readline():
+                answer = json.loads(line)
+                request_id = answer.get("id") if isinstance(answer, dict) else None
+                with self._lock:
+                    waiter = self._waiting.pop(request_id, None)  # type: ignore[arg-type]
+                if waiter is None:
+                    why, garbage = f"answered {line[:200]!r}", True
+                    break
+                waiter.put(answer)
         except (OSError, ValueError) as exc:
-            self.stop()  # kept until the caller has read how it ended (oom_killed)
+            why = f"{type(exc).__name__}: {exc}"
+        with self._lock:
+            self._ended, self._garbage = why, garbage
+            waiting = list(self._waiting.values())
+            self._waiting.clear()
+        for waiter in waiting:
+            waiter.put(None)
+        self.stop()  # kept until the callers have read how it ended (oom_killed)
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The agent's answer to `request` (from any thread); SandboxError when the container
+        ends first or answers garbage."""
+        assert self.proc.stdin is not None
+        waiter: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        with self._lock:
+            if not self._ended:
+                request_id = next(self._ids)
+                self._waiting[request_id] = waiter
+        if self._ended:
+            return self._died()
+        try:
+            with self._write:
+                self.proc.stdin.write(json.dumps({"id": request_id, **request}).encode() + b"\n")
+                self.proc.stdin.flush()
+        except (OSError, ValueError) as exc:
+            with self._lock:
+                self._waiting.pop(request_id, None)
+            self.stop()
             raise SandboxError(f"judge container died: {exc}") from exc
-        if not isinstance(answer, dict):
+        answer = waiter.get()
+        return answer if answer is not None else self._died()
+
+    def _died(self) -> dict[str, Any]:
+        if self._garbage:
             self.kill()
-            raise SandboxError(f"judge container answered {line[:200]!r}")
-        return answer
+            raise SandboxError(f"judge container {self._ended}")
+        self.stop()
+        raise SandboxError(f"judge container died: {self._ended}")
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.proc.poll() is None and not self._ended
 
     def oom_killed(self) -> bool:
         """Whether the container's own OOM killer ended it (the runtime's record of a stopped
@@ -202,8 +272,12 @@ class _Container:
         self.proc.wait()
 
     def kill(self) -> None:
-        """Stop the container and remove it."""
+        """Stop the container and remove it (once, whichever of its slots asks)."""
         self.stop()
+        with self._removing:
+            if self._removed:
+                return
+            self._removed = True
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             subprocess.run(
                 [self.docker, *RM_NOW[self.frontend], self.name],
@@ -229,6 +303,7 @@ class ContainerBackend(JobBackend):
         pids: str = "512",
         work_mb: str = "1024",
         frontend: str = "docker",
+        jobs_per_container: str = "",
     ) -> None:
         if frontend not in FRONTENDS:
             raise ValueError(f"container front-end must be docker or podman, not {frontend!r}")
@@ -242,11 +317,21 @@ class ContainerBackend(JobBackend):
         self.docker = docker or FRONTENDS[frontend]
         #: why the front-end cannot enforce the ceilings ("" when it can; None: not asked yet)
         self._frontend_refusal: str | None = None
+        #: the ceilings of one job slot (a container of `jobs` slots gets `jobs` times each)
         self.memory_mb, self.pids, self.work_mb = int(memory_mb), int(pids), int(work_mb)
+        #: jobs one container judges at once (default: this host's CPUs, so that one engine's
+        #: workers share one agent: its warm compilers, headers and compile cache)
+        self.jobs = int(jobs_per_container) if jobs_per_container else cpu_count()
+        if self.jobs < 1:
+            raise ValueError(f"jobs_per_container must be at least 1, not {jobs_per_container!r}")
+        #: one entry per free job slot (a container with two free slots is there twice)
         self._idle: queue.SimpleQueue[_Container] = queue.SimpleQueue()
         self._all: list[_Container] = []
         self._lock = threading.Lock()
+        self._starting = threading.Lock()
         self._image_id = ""
+        #: the latest batch announcement: its number (0: none yet) and the programs it names
+        self._announcement: tuple[int, list[dict[str, str]]] = (0, [])
         self._profile_dir = tempfile.TemporaryDirectory(prefix="code-eval-seccomp-")
 
     def check_frontend(self, policy: str = "required") -> None:
@@ -326,7 +411,7 @@ class ContainerBackend(JobBackend):
             "--security-opt", f"seccomp={profile}",
             *_hardening(self.frontend),
             "--user", f"{UID}:{UID}", *self._ceilings(),
-            "--tmpfs", _tmpfs(self.frontend, "/work", self.work_mb),
+            "--tmpfs", _tmpfs(self.frontend, "/work", self.work_mb * self.jobs),
             "--tmpfs", _tmpfs(self.frontend, "/tmp", 64),
             "-v", f"{PACKAGE_DIR}:/opt/code-eval/code_eval_taskpack/execution:ro",
             # the sandboxes' captured output (up to 64 MiB a stream) lives in TMPDIR: the work
@@ -335,21 +420,23 @@ class ContainerBackend(JobBackend):
             "-e", "PYTHONPATH=/opt/code-eval", "-w", "/work",
             self.image_id().removeprefix("sha256:") if self.frontend == "podman"
             else self.image_id(),
-            "python3", "-m", "code_eval_taskpack.execution.agent",
+            "python3", "-m", "code_eval_taskpack.execution.agent", "--jobs", str(self.jobs),
         ]  # fmt: skip
 
     def _ceilings(self) -> list[str]:
         """The container's pids and memory ceilings, or none where the front-end cannot set
-        them (best-effort only: podman would ignore the flags with a warning, and the command
+        them, `jobs` slots' worth (best-effort only: podman would ignore the flags with a warning, and the command
         line should not claim what is not in effect; the agent's probe reports them absent)."""
         if self.uncapped:
             return []
         return [
-            "--pids-limit", str(self.pids),
-            "--memory", f"{self.memory_mb}m", "--memory-swap", f"{self.memory_mb}m",
+            "--pids-limit", str(self.pids * self.jobs),
+            "--memory", f"{self.memory_mb * self.jobs}m",
+            "--memory-swap", f"{self.memory_mb * self.jobs}m",
         ]  # fmt: skip
 
-    def _acquire(self, policy: str = "required") -> _Container:
+    def _free_slot(self) -> _Container | None:
+        """A free slot of a live container, or None."""
         try:
             while True:
                 c = self._idle.get_nowait()
@@ -357,13 +444,49 @@ class ContainerBackend(JobBackend):
                     return c
                 c.kill()  # stopped while idle: removed (containers are not started with --rm)
         except queue.Empty:
-            pass
-        self.check_frontend(policy)
-        name = f"code-eval-judge-{uuid.uuid4().hex[:16]}"
-        c = _Container(self.argv(name), self.docker, name, self.frontend)
+            return None
+
+    def _acquire(self, policy: str = "required") -> _Container:
+        c = self._free_slot()
+        if c is not None:
+            return c
+        with self._starting:  # one container starts at a time: its slots serve the waiting
+            c = self._free_slot()
+            if c is not None:
+                return c
+            self.check_frontend(policy)
+            name = f"code-eval-judge-{uuid.uuid4().hex[:16]}"
+            c = _Container(self.argv(name), self.docker, name, self.frontend, self.jobs)
+            with self._lock:
+                self._all.append(c)
+            for _ in range(self.jobs - 1):  # its other slots
+                self._idle.put(c)
+            return c
+
+    def expect(self, items: Sequence[tuple[Job, Runtime]]) -> None:
+        """Remember a batch's compiled programs; each container is told them before it judges
+        its first job of the batch (the agent's local backend decides what to prepare)."""
+        programs = [
+            {"language": job.language, "source_code": job.source_code}
+            for job, runtime in items
+            if runtime.compile is not None
+        ]
         with self._lock:
-            self._all.append(c)
-        return c
+            self._announcement = (self._announcement[0] + 1, programs)
+
+    def _announce(self, c: _Container) -> None:
+        """Tell container `c` the latest batch announcement if it has not heard it yet."""
+        with self._lock:
+            number, programs = self._announcement
+        with c.announcing:
+            if c.announced >= number:
+                return
+            if programs:
+                answer = c.ask({"expect": programs})
+                if answer.get("expected") != len(programs):
+                    c.kill()
+                    raise SandboxError(f"judge container: expect answered {str(answer)[:300]}")
+            c.announced = number
 
     def host_refusal(self, policy: str) -> str:
         super().host_refusal(policy)
@@ -410,8 +533,13 @@ class ContainerBackend(JobBackend):
                 detail=too_big,
                 isolation={"backend": self.name, **c.layers},
             )
+        request: dict[str, Any] = {"job": job_to_dict(job), "policy": policy}
+        switches = current().speedups()
+        if switches != EngineConfig().speedups():  # only what differs from the agent's defaults
+            request["engine"] = switches
         try:
-            answer = c.ask({"job": job_to_dict(job), "policy": policy})
+            self._announce(c)
+            answer = c.ask(request)
         except SandboxError:
             # the agent itself may be what the container's OOM killer chose
             if not c.oom_killed():
@@ -421,8 +549,8 @@ class ContainerBackend(JobBackend):
                 runtime=runtime.info(),
                 id=job.id,
                 detail=(
-                    f"the container's memory ceiling ({self.memory_mb} MB) was reached while "
-                    f"judging (its OOM killer ended the judge; the job's limit is "
+                    f"the container's memory ceiling ({self.memory_mb * c.jobs} MB) was reached "
+                    "while judging (its OOM killer ended the judge; the job's limit is "
                     f"{job.memory_limit_mb} MB): give the container more memory or judge the "
                     "job elsewhere"
                 ),
@@ -467,14 +595,13 @@ class ContainerBackend(JobBackend):
         """Why `job` cannot be judged within container `c`'s memory ceiling ("" when it can):
         its memory limit (or its compile's) and what the agent itself needs must fit, else the
         container's OOM killer, not the job's limit, would decide (a SIGKILL that would read
-        as the program's RUNTIME_ERROR). Uncapped, the limit the agent found on the cgroup
-        it runs in (an enclosing one's, if any) is the ceiling."""
+        as the program's RUNTIME_ERROR). The ceiling is a slot's share of the limit the agent
+        found on its cgroup (uncapped: an enclosing one's, if any)."""
+        found = c.memory_mb // c.jobs
         if self.uncapped:
-            ceiling = c.memory_mb
+            ceiling = found
         else:
-            ceiling = (
-                min(m for m in (self.memory_mb, c.memory_mb) if m > 0) if self.memory_mb else 0
-            )
+            ceiling = min(m for m in (self.memory_mb, found) if m > 0) if self.memory_mb else 0
         compile_mb = 0
         if runtime.compile is not None:
             compile_mb = runtime.compile_memory_mb or COMPILE_LIMITS.memory_mb
@@ -484,9 +611,14 @@ class ContainerBackend(JobBackend):
         return (
             f"the job needs {need} MB (memory limit {job.memory_limit_mb} MB"
             f"{f', compile {compile_mb} MB' if compile_mb else ''}) plus {AGENT_RESERVE_MB} MB "
-            f"for the judge, above the container's memory ceiling of {ceiling} MB: start the "
+            f"for the judge, above a container job slot's memory ceiling of {ceiling} MB: start the "
             "backend with a larger memory_mb or judge it elsewhere"
         )
+
+    def container_names(self) -> list[str]:
+        """The names of the live judge containers (to read the runtime's records of them)."""
+        with self._lock:
+            return [c.name for c in self._all if c.alive()]
 
     def identity(self) -> str:
         base = f"container:{self.image_id()[:19]}:{self.runtime}"
