@@ -300,7 +300,9 @@ def test_uncapped_podman_refused_under_required_and_flagless_under_best_effort()
     assert not {"--memory", "--memory-swap", "--pids-limit"} & set(argv), argv
     backend._frontend_refusal = ""
     argv = backend.argv("code-eval-judge-test")
-    assert argv[argv.index("--memory") + 1] == "4096m" and "--pids-limit" in argv
+    # a slot's ceiling times the container's job slots
+    assert argv[argv.index("--memory") + 1] == f"{backend.memory_mb * backend.jobs}m"
+    assert argv[argv.index("--pids-limit") + 1] == str(backend.pids * backend.jobs)
     backend.close()
 
 
