@@ -24,7 +24,10 @@
  *     and the read end of a one-shot "go" socket. The zygote forks A (PyOS_BeforeFork/After as
  *     os.fork does), A forks B and exits, so that B's parent is init (pid 1), as a cold test's
  *     is; once A is reaped the zygote answers "P<pid of B>" (or "E<errno>"). init checks B is its
- *     own child, applies the test's rlimits (prlimit), then sends "g" on the go socket.
+ *     own child, sends it the cold child's rlimits ("L" and RLIM_NLIMITS struct rlimit: B sets
+ *     and checks each, then answers "r"; it cannot raise a hard limit a program lowered on the
+ *     zygote, and exits instead), sets its niceness, scheduler, affinity, I/O priority and OOM
+ *     score as a cold child's, then sends "g" on the go socket.
  *   - B, released: new session, test stdio on 0/1/2, every other descriptor closed, dumpable
  *     again (as after a cold exec), empty signal mask (dispositions are CPython's, inherited as
  *     a cold start sets them), then Py_RunMain. Anything but "g" (init gone, or it decided
@@ -42,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -99,8 +103,23 @@ static int receive_request(int fds[4]) {
 /* B: wait for init's go, become the cold process, run the script. Never returns. */
 static void run_test(const int fds[4]) {
     PyOS_AfterFork_Child();
-    char go = 0;
+    /* "L": the cold child's rlimits, each set and read back; then "r": nothing of ours can fail
+       any more after "g" */
+    struct rlimit want[RLIM_NLIMITS];
+    char lmsg[1 + sizeof(want)];
     ssize_t n;
+    while ((n = recv(fds[3], lmsg, sizeof(lmsg), 0)) < 0 && errno == EINTR) {
+    }
+    if (n != (ssize_t)sizeof(lmsg) || lmsg[0] != 'L') _exit(127);
+    memcpy(want, lmsg + 1, sizeof(want));
+    for (int res = 0; res < RLIM_NLIMITS; res++) {
+        struct rlimit got;
+        if (setrlimit(res, &want[res]) != 0 || getrlimit(res, &got) != 0 ||
+            got.rlim_cur != want[res].rlim_cur || got.rlim_max != want[res].rlim_max)
+            _exit(127);
+    }
+    if (send(fds[3], "r", 1, MSG_NOSIGNAL) != 1) _exit(127);
+    char go = 0;
     while ((n = read(fds[3], &go, 1)) < 0 && errno == EINTR) {
     }
     if (n != 1 || go != 'g') _exit(127);
