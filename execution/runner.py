@@ -376,6 +376,11 @@ def _compile_and_run(
         return
     env = default_env(workdir) | runtime.run_env
     argv = runtime.expand(plan.run_argv, **plan.values)
+    # tests forked from a pre-initialised interpreter when the plan has one and it starts (any
+    # test it cannot serve runs cold: same verdict by construction)
+    warm = bool(plan.warm_start) and sandbox.start_warm(
+        argv, executable=plan.warm_start, limits=limits, env=env, purpose="run"
+    )
     for test in job.tests:
         out = sandbox.run(
             argv,
@@ -384,6 +389,7 @@ def _compile_and_run(
             env=env,
             purpose="run",
             output_head=REPORT_HEAD_BYTES,
+            warm=warm,
         )
         with out.stdout_file or contextlib.nullcontext():
             verdict, detail = test_verdict(out)

@@ -769,7 +769,9 @@ class Sandbox:
         (self._io / names[0]).write_bytes(b"")
         cs.set_memory(limits.memory_mb)
         cs.set_pids(limits.processes + 1)
-        frame = self._command_frame(argv, limits, env, cwd, self._purposes.index(purpose), names, False)
+        frame = self._command_frame(
+            argv, limits, env, cwd, self._purposes.index(purpose), names, False
+        )
         self._send(frame + b"Z\0X" + executable.encode() + b"\0")
         line = self._readline()
         if not line:
