@@ -741,6 +741,11 @@ class Sandbox:
             stdout_file=stdout_file,
         )
 
+    @property
+    def warm_ready(self) -> bool:
+        """True while a zygote started by `start_warm` serves `run(warm=True)`."""
+        return self._zygote is not None
+
     def start_warm(
         self,
         argv: Sequence[str],
