@@ -6,20 +6,18 @@ the shared ChatGPT set on its tests, and hostile programs that go after the zygo
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import Job, TestCase, config
+from code_eval_taskpack.execution import Job, TestCase, config, runner
 from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.compare import outputs_match
 from code_eval_taskpack.execution.host_probe import host_isolation
 from code_eval_taskpack.execution.languages import resolve
-from code_eval_taskpack.execution.limits import Limits
-from code_eval_taskpack.execution import runner
+from code_eval_taskpack.execution.limits import Limits, run_limits
 from code_eval_taskpack.execution.runner import judge_with, source_layout
 from code_eval_taskpack.execution.sandbox import CommandOutcome, Sandbox, default_env
 from code_eval_taskpack.execution.strategies import BuildPlan, Host, build_plan
@@ -27,7 +25,7 @@ from code_eval_taskpack.execution.types import Verdict
 from tests.conftest import require, require_binary
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import judge_workload  # noqa: E402
+import judge_workload
 
 LIMITS = Limits(cpu_s=2, wall_s=10, memory_mb=256)
 
@@ -234,19 +232,28 @@ def test_endings_match_cold(name: str) -> None:
 # -- the shared ChatGPT programs --------------------------------------------------------------
 
 
-def shared_python_jobs() -> Iterator[tuple[str, str, list[TestCase]]]:
+def shared_python_jobs() -> Iterator[tuple[str, str, list[TestCase], Limits]]:
+    """The shared Python programs with their sample tests and the judge's limits for them."""
+    runtime = resolve("Python 3")
     programs = [p for p in judge_workload.shared_programs() if p["lang_cluster"] == "Python"]
     for job in judge_workload.jobs_for(programs):
         tests = [TestCase.from_dict(t) for t in job["tests"]]
-        yield job["id"], job["source_code"], tests
+        limits = run_limits(
+            job["time_limit_s"],
+            job["memory_limit_mb"],
+            runtime.time_factor,
+            runtime.as_headroom_mb,
+            None,
+        )
+        yield job["id"], job["source_code"], tests, limits
 
 
 def test_every_shared_python_program_judged_warm_as_cold() -> None:
     jobs = list(shared_python_jobs())
     assert len(jobs) == 106
     differ, warm_tests = [], 0
-    for ident, src, tests in jobs:
-        pair = Pair(src)
+    for ident, src, tests, limits in jobs:
+        pair = Pair(src, limits)
         inputs = [t.input.encode() for t in tests]
         cold, warm = pair.cold(inputs), pair.warm(inputs)
         warm_tests += len(warm)
@@ -258,15 +265,28 @@ def test_every_shared_python_program_judged_warm_as_cold() -> None:
     assert warm_tests >= 200
 
 
-def test_the_judge_runs_python_warm_and_the_switch_restores_cold() -> None:
+def test_the_judge_runs_python_warm_and_the_switch_restores_cold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     src = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
     tests = (TestCase("1 2\n", ("3",)), TestCase("5 5\n", ("10",)), TestCase("1\n", ("2",)))
     job = Job(language="Python 3", source_code=src, tests=tests, stop_on_first_fail=False)
     runtime = resolve("Python 3")
+    served: list[bool] = []
+    close = Sandbox.close
+
+    def recording_close(self: Sandbox) -> None:
+        if not self._closed:  # once per sandbox (its __del__ closes again)
+            served.append(self.warm_ready)
+        close(self)
+
+    monkeypatch.setattr(Sandbox, "close", recording_close)
     results = {}
     for on in (True, False):
         with config.using(config.EngineConfig(zygote=on)):
             results[on] = judge_with(runtime, job, backend=LocalBackend())
+    # the first test ran cold, the two later ones from the zygote; with the switch off, none
+    assert served == [True, False]
     for r in results.values():
         assert [t.verdict for t in r.tests] == [Verdict.PASSED] * 2 + [Verdict.WRONG_ANSWER]
         assert r.runtime["run_argv"] == results[True].runtime["run_argv"]
@@ -336,7 +356,7 @@ print(sorted(res.items()))
 """
     )
     out = Pair(src).warm([b""])[0]
-    got = dict(eval(out.stdout))  # noqa: S307 - our own program's repr of a list of pairs
+    got = dict(eval(out.stdout))
     assert got["ptrace"] == "EPERM"
     assert all(got[k] in ("EACCES", "EPERM") for k in ("mem", "environ", "fd", "maps", "fd/3"))
 
