@@ -148,3 +148,4 @@ bench: install
 		else echo "container bench skipped: no dockerd (make container-tools image)"; fi
 	$(PYTHON) bench/native_speed.py --quick
 	$(PYTHON) bench/warm_compilers_bench.py --quick
+	SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/zygote_bench.py --quick

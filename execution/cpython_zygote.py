@@ -17,6 +17,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from . import config
 from .cache import cache_root
 
 ZYGOTE_SOURCE = Path(__file__).with_name("zygote.c")
@@ -30,6 +31,12 @@ _SYSCONFIG = (
     "**{k: s.get_config_var(k) or '' for k in ('INCLUDEPY', 'LIBPL', 'LIBRARY', "
     "'LINKFORSHARED', 'LIBS', 'SYSLIBS', 'MODLIBS')}}))"
 )
+
+
+def enabled() -> bool:
+    """The switch (`CODE_EVAL_ZYGOTE`, config.py): tests forked from a zygote, else all cold."""
+    return config.current().zygote
+
 
 _lock = threading.Lock()
 _built: dict[str, tuple[Path | None, str]] = {}

@@ -24,7 +24,8 @@
  *      counter (all threads and children; without cgroups, init samples every process of
  *      its pid namespace: see "rootless accounting" below). When the
  *      main process ends, every other process of the sandbox is SIGKILLed (kill(-1) from pid 1
- *      of the namespace) and reaped, so nothing survives a test.
+ *      of the namespace; after a test forked from the zygote, every process of the run cgroup
+ *      set but the zygote) and reaped, so nothing survives a test.
  *   4. EOF on fd 0 ends init, which tears the whole pid namespace down.
  * Without root, a user namespace is created first (uid switch impossible: reported to Python).
  *
@@ -62,7 +63,9 @@
  *   2. Every later frame is one command; each word starts with a type letter: A argv element,
  *      E environment entry, C cwd, I/O/R stdin/stdout/stderr file names (relative to the io
  *      dir), G cgroup set index, L limit "name=value" (cpu, wall, fsize, nofile, nproc, stack,
- *      as). EOF ends the sandbox.
+ *      as), X the file to execute (argv[0] stays as given), Z start the command as the zygote
+ *      (zygote.c), W run the test through the zygote (see "the zygote" below run_command's
+ *      helpers). EOF ends the sandbox.
  *
  *   Replies (fd 1), one line of space-separated key=value pairs each:
  *     after the setup:  ready=1 pid1=0|1 seccomp=0|1   (pid1=1: the namespaces were built)
@@ -72,6 +75,9 @@
  *                       seccomp or exec, error_errno its errno, error the message with spaces
  *                       replaced by underscores)
  *                   or: error=<reason> (io files, cgroup join, fork)
+ *     per Z command:    zygote=1 zpid cpu wall (its start-up)  or: zygote=0 why=<reason>
+ *     per W command:    the per-command reply, or zygote=0 why=<reason> when nothing of the
+ *                       program ran (the zygote is then gone: the engine runs the test cold)
  *   Launcher messages go to fd 2.
  *
  *   Exit codes: 0 end of input; 2 bad configuration (usage on fd 2); 111 the sandbox could not

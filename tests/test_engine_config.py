@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution import cache, go_direct, languages, pch, warm_compiler
+from code_eval_taskpack.execution import (
+    cache,
+    cpython_zygote,
+    go_direct,
+    languages,
+    pch,
+    warm_compiler,
+)
 from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.config import (
     SWITCHES,
@@ -31,6 +38,7 @@ READERS = {
     "pch": pch.enabled,
     "go_direct": go_direct.enabled,
     "warm_compilers": warm_compiler.enabled,
+    "zygote": cpython_zygote.enabled,
     "classic_build": languages.classic_build,
 }
 WORDS = [
@@ -108,7 +116,7 @@ def test_from_env_reads_a_given_mapping_and_values_in_code_obey_the_rule() -> No
 def test_speedups_sent_with_a_job_are_validated() -> None:
     base = EngineConfig()
     sent = EngineConfig(pch=False, classic_build=True, warm_servers=3).speedups()
-    assert sent == {"pch": False, "go_direct": True, "warm_compilers": True}
+    assert sent == {"pch": False, "go_direct": True, "warm_compilers": True, "zygote": True}
     assert base.with_speedups(sent) == EngineConfig(pch=False)
     assert base.with_speedups(None) is base
     for hostile in (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from .. import config
-from ..cpython_zygote import zygote_binary
+from ..cpython_zygote import enabled, zygote_binary
 from ..host_probe import host_isolation
 from ..languages import Runtime
 from ..sandbox import SharedFolder
@@ -22,8 +22,7 @@ class CPythonZygote:
     without a zygote binary for the runtime's interpreter every test stays cold."""
 
     def applies(self, runtime: Runtime, job: Job, host: Host) -> bool:
-        switches = config.current()
-        if not switches.zygote or switches.classic_build or not host.backend.warm_starts():
+        if not enabled() or config.current().classic_build or not host.backend.warm_starts():
             return False
         iso = host_isolation()
         return iso.namespaces and iso.cgroups and runtime.binary is not None
