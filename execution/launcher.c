@@ -1092,12 +1092,19 @@ static void note_reaped(pid_t w) {
     }
 }
 
-/* SIGKILL every process of cgroup set `set` but init and `keep`; how many were signalled */
+/* SIGKILL every process of cgroup set `set` but init and `keep`; how many were signalled.
+   The list is read through a fresh open of cgroup.procs: cgroup v1 keeps the list an open file
+   read first until it has been idle for a second, which would name processes long reaped. */
 static int kill_set_except(int set, pid_t keep) {
     if (set < 0 || set >= n_cgsets || cg_procs_n[set] == 0) return 0;
-    char buf[65536];
-    ssize_t n = pread(cg_procs_fd[set][0], buf, sizeof(buf) - 1, 0);
-    if (n <= 0) return 0;
+    char buf[65536], path[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", cg_procs_fd[set][0]);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1; /* cannot tell: not empty (the callers' bounds end the wait) */
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n < 0) return 1;
+    if (n == 0) return 0;
     buf[n] = 0;
     int others = 0;
     pid_t self = getpid();
