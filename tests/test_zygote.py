@@ -433,3 +433,23 @@ else:
     assert warm[1].stdout.startswith(b"state False 0 True")
     # a hard limit lowered on the zygote cannot be raised again by its process: that test ran cold
     assert pair.notes[1] == "not_ready"
+
+
+def test_a_program_starts_as_many_processes_as_cold() -> None:
+    src = r"""
+import os, time
+n = 0
+try:
+    while n < 64:
+        if os.fork() == 0:
+            time.sleep(5)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print(n, e.errno)
+"""
+    pair = Pair(src, Limits(cpu_s=2, wall_s=10, memory_mb=256, processes=8))
+    cold, warm = pair.cold([b"", b""]), pair.warm([b"", b""])
+    assert [o.stdout for o in warm] == [o.stdout for o in cold]
+    count, err = cold[0].stdout.split()
+    assert 0 < int(count) < 8 and err == b"11"  # EAGAIN at the ceiling, warm as cold
