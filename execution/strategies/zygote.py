@@ -1,5 +1,10 @@
 """Strategy: CPython tests forked from one pre-initialised interpreter per program (the zygote,
-`zygote.c`, started in the program's own sandbox by `Session.start_warm`)."""
+`zygote.c`, started in the program's own sandbox by `Session.start_warm`).
+
+What a program can tell of it (README, "CPython zygote"): /proc/self/exe names the zygote
+binary, RLIMIT_NPROC is one higher (the zygote is a process of the uid), /proc lists the zygote,
+the tests of a program share one hash seed and address layout; its start-up CPU and wall are
+counted into every warm test's."""
 
 from __future__ import annotations
 
