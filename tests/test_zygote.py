@@ -453,3 +453,20 @@ except OSError as e:
     assert [o.stdout for o in warm] == [o.stdout for o in cold]
     count, err = cold[0].stdout.split()
     assert 0 < int(count) < 8 and err == b"11"  # EAGAIN at the ceiling, warm as cold
+
+
+def test_signals_the_zygote_survives_never_reach_a_later_test() -> None:
+    # SIGINT trips CPython's own handler in the zygote: a forked test must not inherit it
+    src = FIND_ZYGOTE + (
+        "import signal, sys, time\nz = zygote()\n"
+        "if sys.stdin.read() == 'poke':\n"
+        "    for s in (signal.SIGINT, signal.SIGCONT, signal.SIGWINCH, signal.SIGCHLD):\n"
+        "        os.kill(z, s)\n"
+        "    time.sleep(0.05)\n"
+        "print(sum(range(10 ** 5)), z is not None)\n"
+    )
+    pair = Pair(src)
+    warm = pair.warm([b"poke", b"after", b"again"])
+    assert [o.stdout for o in warm] == [b"4999950000 True\n"] * 3
+    assert all(o.exit_code == 0 and not o.stderr for o in warm)
+    assert pair.notes == ["", "", ""]
