@@ -1,13 +1,14 @@
 """CPython tests forked from the zygote against cold interpreter starts, in one run.
 
-    python bench/zygote_bench.py [--quick] [--tests 40] [--workers 1]
+    python bench/zygote_bench.py [--quick] [--tests 40] [--workers 1] [--repeat 1]
 
 1. Per-test cost inside one sandbox (the engine's `Sandbox.run` round trip, median of --tests):
    the fork floor (a trivial C program), Python 3 cold (the catalog's run argv), Python 3 warm
    (forked from the zygote). Figures: milliseconds, warm minus floor, cold / warm.
 2. The 106 Python programs of the judge-speed workload (the shared ChatGPT programs with their
    sample tests), judged with CODE_EVAL_ZYGOTE=0, =1, =1, =0, no caches: mean wall seconds, the
-   ratio, and whether every verdict is identical in all four rounds. `--quick` judges the first 30.
+   ratio, and whether every verdict is identical in all four rounds. `--repeat N` gives every
+   program each sample test N times (as many tests as xCodeEval's hidden unit tests have). `--quick` judges the first 30.
 The machine's load (`uptime`) is printed before and after: ratios are what this bench says,
 absolute figures move with the load.
 """
@@ -88,14 +89,14 @@ def per_test_costs(n: int) -> dict[str, float]:
     return {"floor": fork_floor, "cold": cold, "warm": warm}
 
 
-def _jobs(count: int | None) -> list[Job]:
+def _jobs(count: int | None, repeat: int = 1) -> list[Job]:
     programs = [p for p in judge_workload.shared_programs() if p["lang_cluster"] == "Python"]
     rows = judge_workload.jobs_for(programs)[:count]
     return [
         Job(
             language="Python 3",
             source_code=r["source_code"],
-            tests=tuple(TestCase.from_dict(t) for t in r["tests"]),
+            tests=tuple(TestCase.from_dict(t) for t in r["tests"]) * repeat,
             time_limit_s=r["time_limit_s"],
             memory_limit_mb=r["memory_limit_mb"],
             id=r["id"],
@@ -125,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="30 programs, 20 tests per figure")
     parser.add_argument("--tests", type=int, default=40, help="runs per per-test figure")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="each sample test N times (hidden tests are many)"
+    )
     args = parser.parse_args(argv)
     n = 20 if args.quick else args.tests
     print(f"load before: {uptime()}")
@@ -135,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         f"(warm - floor {costs['warm'] - costs['floor']:.2f} ms, "
         f"cold / warm {costs['cold'] / costs['warm']:.2f}x)"
     )
-    jobs = _jobs(30 if args.quick else None)
+    jobs = _jobs(30 if args.quick else None, args.repeat)
     judge_all(jobs[:2], True, 1)  # build the zygote and the bytecode once, outside the figures
     # cold, warm, warm, cold: what drifts with the load weighs on both alike
     cold_s, cold_v = judge_all(jobs, False, args.workers)

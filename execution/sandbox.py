@@ -867,6 +867,7 @@ class Sandbox:
         if cs is not None:
             cs.set_memory(limits.memory_mb)
             cs.set_pids(limits.processes)
+        self._zygote = None  # init ends it before any cold command
         try:
             self._send(self._command_frame(argv, limits, env, cwd, set_index, names, cs is None))
         except SandboxError:
