@@ -150,3 +150,4 @@ bench: install
 	$(PYTHON) bench/native_speed.py --quick
 	$(PYTHON) bench/warm_compilers_bench.py --quick
 	SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/startup_floors_bench.py --quick
+	SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/zygote_bench.py --quick

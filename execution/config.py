@@ -62,6 +62,11 @@ SWITCHES: tuple[Switch, ...] = (
         "Java, Kotlin and C# compiled by long-lived warm compiler servers (else every compile cold)",
     ),
     Switch(
+        "zygote", "CODE_EVAL_ZYGOTE", bool, True,
+        "CPython tests forked from one pre-initialised interpreter per program (else each test "
+        "starts its interpreter cold)",
+    ),
+    Switch(
         "warm_servers", "CODE_EVAL_WARM_SERVERS", int, 1,
         "warm compiler servers per language and process", minimum=1,
     ),
@@ -84,7 +89,7 @@ SWITCHES: tuple[Switch, ...] = (
 BY_FIELD = {s.field: s for s in SWITCHES}
 #: the switches a judge node accepts from its driver (how programs are built, never isolation;
 #: not classic_build: a process's registry keeps the command lines it was loaded with)
-SPEEDUPS = ("pch", "go_direct", "warm_compilers")
+SPEEDUPS = ("pch", "go_direct", "warm_compilers", "zygote")
 
 
 def parse(switch: Switch, value: Any) -> Any:
@@ -125,6 +130,7 @@ class EngineConfig:
     pch: bool = True
     go_direct: bool = True
     warm_compilers: bool = True
+    zygote: bool = True
     warm_servers: int = 1
     jvm_cds: bool = True
     classic_build: bool = False

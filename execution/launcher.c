@@ -24,7 +24,8 @@
  *      counter (all threads and children; without cgroups, init samples every process of
  *      its pid namespace: see "rootless accounting" below). When the
  *      main process ends, every other process of the sandbox is SIGKILLed (kill(-1) from pid 1
- *      of the namespace) and reaped, so nothing survives a test.
+ *      of the namespace; after a test forked from the zygote, every process of the run cgroup
+ *      set but the zygote) and reaped, so nothing survives a test.
  *   4. EOF on fd 0 ends init, which tears the whole pid namespace down.
  * Without root, a user namespace is created first (uid switch impossible: reported to Python).
  *
@@ -62,7 +63,9 @@
  *   2. Every later frame is one command; each word starts with a type letter: A argv element,
  *      E environment entry, C cwd, I/O/R stdin/stdout/stderr file names (relative to the io
  *      dir), G cgroup set index, L limit "name=value" (cpu, wall, fsize, nofile, nproc, stack,
- *      as). EOF ends the sandbox.
+ *      as), X the file to execute (argv[0] stays as given), Z start the command as the zygote
+ *      (zygote.c), W run the test through the zygote (see "the zygote" below run_command's
+ *      helpers). EOF ends the sandbox.
  *
  *   Replies (fd 1), one line of space-separated key=value pairs each:
  *     after the setup:  ready=1 pid1=0|1 seccomp=0|1   (pid1=1: the namespaces were built)
@@ -72,6 +75,9 @@
  *                       seccomp or exec, error_errno its errno, error the message with spaces
  *                       replaced by underscores)
  *                   or: error=<reason> (io files, cgroup join, fork)
+ *     per Z command:    zygote=1 zpid cpu wall (its start-up)  or: zygote=0 why=<reason>
+ *     per W command:    the per-command reply, or zygote=0 why=<reason> when nothing of the
+ *                       program ran (the zygote is then gone: the engine runs the test cold)
  *   Launcher messages go to fd 2.
  *
  *   Exit codes: 0 end of input; 2 bad configuration (usage on fd 2); 111 the sandbox could not
@@ -472,6 +478,8 @@ struct command {
     double cpu_s, wall_s;
     long long fsize, nofile, nproc, stack, as;
     long long nsmem; /* bytes: rootless memory limit of the whole namespace (0: off) */
+    char mode;       /* 0 a cold command, 'Z' start the zygote, 'W' a test through it */
+    const char *exe; /* X: the file to execute (argv[0] stays the cold command's) */
 };
 
 static int read_full(int fd, char *buf, size_t len) {
@@ -559,6 +567,9 @@ static int read_command(struct command *c) {
         case 'O': c->out = v; break;
         case 'R': c->err = v; break;
         case 'G': c->cgset = atoi(v); break;
+        case 'X': c->exe = v; break;
+        case 'Z':
+        case 'W': c->mode = type; break;
         case 'L': {
             char *eq = strchr(v, '=');
             if (!eq) break;
@@ -904,7 +915,9 @@ static int hook_fail(const char *stage) {
 #define HOOK_SET_COMMAND(set) ((void)(set))
 #endif
 
-static void child_exec(struct command *c, int in_fd, int out_fd, int err_fd, int errpipe) {
+/* `ctl_fd` >= 0 (the zygote only): the control socket, handed over as fd 3 */
+static void child_exec(struct command *c, int in_fd, int out_fd, int err_fd, int errpipe,
+                       int ctl_fd) {
     HOOK_SET_COMMAND(c->cgset);
     /* init is exempt from the OOM killer; the program must not be */
     int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
@@ -916,13 +929,16 @@ static void child_exec(struct command *c, int in_fd, int out_fd, int err_fd, int
     setsid();
     if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
         child_fail(errpipe, "dup2", "");
+    if (ctl_fd >= 0 && (ctl_fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(ctl_fd, 3)) < 0)
+        child_fail(errpipe, "dup2", "control socket");
     /* every other descriptor of init is close-on-exec except the error pipe (also CLOEXEC) */
     if (hook_fail("chdir") || chdir(c->cwd) != 0) child_fail(errpipe, "chdir", c->cwd);
     struct rlimit cpu = {(rlim_t)(c->cpu_s + 1.999), (rlim_t)(c->cpu_s + 2.999)};
     setrlimit(RLIMIT_CPU, &cpu);
     set_rlim(RLIMIT_FSIZE, c->fsize);
     set_rlim(RLIMIT_NOFILE, c->nofile);
-    set_rlim(RLIMIT_NPROC, c->nproc);
+    /* the zygote's hard limit must allow what its test processes get: one more (itself) */
+    set_rlim(RLIMIT_NPROC, c->nproc + (c->mode == 'Z'));
     set_rlim(RLIMIT_CORE, 0);
     set_rlim(RLIMIT_STACK, c->stack);
     set_rlim(RLIMIT_MEMLOCK, 0);
@@ -945,8 +961,11 @@ static void child_exec(struct command *c, int in_fd, int out_fd, int err_fd, int
             child_fail(errpipe, "seccomp", "");
     }
     environ = c->envp;
-    if (!hook_fail("exec")) execvp(c->argv[0], c->argv);
-    child_fail(errpipe, "exec", c->argv[0]);
+    if (!hook_fail("exec")) {
+        if (c->exe) execv(c->exe, c->argv);
+        else execvp(c->argv[0], c->argv);
+    }
+    child_fail(errpipe, "exec", c->exe ? c->exe : c->argv[0]);
 }
 
 static int sfd = -1;
@@ -1018,26 +1037,368 @@ static void sanitize(char *s) {
         if (*s == ' ' || *s == '\n' || *s == '\r' || *s == '\t') *s = '_';
 }
 
+/* The command's stdin/stdout/stderr, opened by init (relative to the io dir, /dev/null when
+   not named); 0, or -1 after replying the error. */
+static int open_io(const struct command *c, int fds[3]) {
+    fds[0] = c->in ? openat(io_fd, c->in, O_RDONLY | O_CLOEXEC) : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    fds[1] = c->out ? openat(io_fd, c->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
+                    : open("/dev/null", O_WRONLY | O_CLOEXEC);
+    fds[2] = c->err ? openat(io_fd, c->err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
+                    : open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (fds[0] >= 0 && fds[1] >= 0 && fds[2] >= 0) return 0;
+    char msg[256];
+    snprintf(msg, sizeof(msg), "io_open:%s", strerror(errno));
+    sanitize(msg);
+    reply("error=%s", msg);
+    for (int i = 0; i < 3; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    return -1;
+}
+
+static void close_io(const int fds[3]) {
+    for (int i = 0; i < 3; i++) close(fds[i]);
+}
+
+/* ---------- the zygote (zygote.c): warm starts of one interpreter ----------
+ *
+ * Frame word Z starts the command as a zygote: executed as X (the zygote binary) with the cold
+ * command's argv, env, cwd and limits, in the command's cgroup set (the run set, so its pages
+ * are charged as the cold interpreter's are and no test process ever migrates between cgroups),
+ * with a control socket on fd 3. Reply: "zygote=1 zpid= cpu= wall=" (its start-up CPU and wall,
+ * measured here once) or "zygote=0 why=...".
+ *
+ * Frame word W runs one test through it (io names, G, L as for a cold command; argv, env and
+ * cwd are the zygote's). init passes the opened io files and a go socket, gets the pid of B,
+ * checks B is its own child (its parent is init, as a cold test's), sets on B every rlimit, the
+ * niceness, scheduler, CPU affinity and I/O priority a cold child would have (a program may have
+ * changed the zygote's: same uid), then releases it. B is supervised as a cold child; its
+ * start-up CPU and wall are the zygote's (added to what is measured, taken off the budgets).
+ * After it, every process of the run set but init and the zygote is killed (never kill(-1)).
+ * Reply: the cold command's, or "zygote=0 why=..." when nothing of the program ran (the zygote
+ * is then gone and the engine runs the test cold). Any cold command ends the zygote first. */
+
+#define ZYGOTE_REPLY_S 2.0 /* the longest a zygote may take to hand over a test process */
+
+static pid_t zyg_pid = 0;
+static int zyg_sock = -1, zyg_set = -1;
+static double zyg_cpu = 0, zyg_wall = 0;
+
+/* a process init reaped: the zygote's end is noted */
+static void note_reaped(pid_t w) {
+    if (w > 0 && w == zyg_pid) {
+        zyg_pid = 0;
+        close(zyg_sock);
+        zyg_sock = -1;
+    }
+}
+
+/* SIGKILL every process of cgroup set `set` but init and `keep`; how many were signalled.
+   The list is read through a fresh open of cgroup.procs: cgroup v1 keeps the list an open file
+   read first until it has been idle for a second, which would name processes long reaped. */
+static int kill_set_except(int set, pid_t keep) {
+    if (set < 0 || set >= n_cgsets || cg_procs_n[set] == 0) return 0;
+    char buf[65536], path[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", cg_procs_fd[set][0]);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1; /* cannot tell: not empty (the callers' bounds end the wait) */
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n < 0) return 1;
+    if (n == 0) return 0;
+    buf[n] = 0;
+    int others = 0;
+    pid_t self = getpid();
+    for (char *p = buf; *p;) {
+        char *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p) break;
+        if (pid > 0 && pid != self && pid != keep) {
+            kill((pid_t)pid, SIGKILL);
+            others++;
+        }
+        p = end;
+        while (*p == '\n') p++;
+    }
+    return others;
+}
+
+static void wait_signal_ms(int ms) {
+    struct pollfd pfd = {sfd, POLLIN, 0};
+    if (poll(&pfd, 1, ms) > 0) {
+        struct signalfd_siginfo si;
+        while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+        }
+    }
+}
+
+/* End the zygote and whatever it started (every process of its set but init), reaped. */
+static void discard_zygote(void) {
+    if (zyg_pid <= 0) return;
+    pid_t z = zyg_pid;
+    kill(z, SIGKILL);
+    double deadline = now_s() + 2.0;
+    for (;;) {
+        pid_t w;
+        while ((w = waitpid(-1, NULL, WNOHANG)) > 0) note_reaped(w);
+        int left = kill_set_except(zyg_set, 0);
+        if ((zyg_pid == 0 && left == 0) || w < 0 || now_s() > deadline) break;
+        wait_signal_ms(10);
+    }
+    if (zyg_pid == z) { /* stuck in the kernel: never used again */
+        zyg_pid = 0;
+        close(zyg_sock);
+        zyg_sock = -1;
+    }
+}
+
+/* One message of at most cap-1 bytes from `fd` within `seconds` (NUL-terminated); its length,
+   0 on EOF, -1 on timeout or error. `fds` receives up to 0 descriptors: none are accepted. */
+static int recv_bounded(int fd, char *buf, size_t cap, double seconds) {
+    double deadline = now_s() + seconds;
+    for (;;) {
+        double left = deadline - now_s();
+        if (left <= 0) return -1;
+        struct pollfd pfd = {fd, POLLIN, 0};
+        int r = poll(&pfd, 1, (int)(left * 1000.0) + 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        ssize_t n = recv(fd, buf, cap - 1, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n < 0) return -1;
+        buf[n] = 0;
+        return (int)n;
+    }
+}
+
+static void start_zygote(struct command *c) {
+    discard_zygote();
+    int set = c->cgset;
+    if (getpid() != 1 || !c->exe || set < 0 || set >= n_cgsets || cg_procs_n[set] == 0 ||
+        cg_cpu_fd[set] < 0) {
+        reply("zygote=0 why=unsupported_here");
+        return;
+    }
+    int fds[3];
+    if (open_io(c, fds) != 0) return;
+    int sv[2], ep[2];
+    if (enter_cgset(set) != 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        close_io(fds);
+        reply("zygote=0 why=setup:%d", errno);
+        return;
+    }
+    if (pipe2(ep, O_CLOEXEC) != 0) die("pipe2");
+    double cpu0 = cg_cpu(set), t0 = now_s();
+    pid_t pid = fork();
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        close(ep[0]);
+        close(sv[0]);
+        child_exec(c, fds[0], fds[1], fds[2], ep[1], sv[1]);
+    }
+    close(ep[1]);
+    close(sv[1]);
+    close_io(fds);
+    if (pid < 0) {
+        close(ep[0]);
+        close(sv[0]);
+        reply("zygote=0 why=fork:%d", errno);
+        return;
+    }
+    zyg_pid = pid;
+    zyg_sock = sv[0];
+    zyg_set = set;
+    char msg[64];
+    int n = recv_bounded(zyg_sock, msg, sizeof(msg), c->wall_s);
+    double cpu1 = cg_cpu(set);
+    if (n == 1 && msg[0] == 'R' && cpu0 >= 0 && cpu1 >= cpu0) {
+        zyg_cpu = cpu1 - cpu0;
+        zyg_wall = now_s() - t0;
+        close(ep[0]);
+        reply("zygote=1 zpid=%d cpu=%.6f wall=%.6f", (int)pid, zyg_cpu, zyg_wall);
+        return;
+    }
+    discard_zygote();
+    char err[256] = "";
+    ssize_t en = read(ep[0], err, sizeof(err) - 1);
+    close(ep[0]);
+    err[en > 0 ? en : 0] = 0;
+    sanitize(err);
+    reply("zygote=0 why=%s", *err ? err : n < 0 ? "no_ready_in_time" : "ended_before_ready");
+}
+
+/* Every rlimit of a cold child of init: the command's, else init's own. B sets them on itself
+   (prlimit(2) of another uid's process needs CAP_SYS_RESOURCE, which init may lack) and says
+   "r" only when each one holds; a limit it cannot reach (a program lowered the zygote's hard
+   limit) ends it, and the test runs cold. */
+static const char *fill_rlimits(const struct command *c, struct rlimit out[RLIM_NLIMITS]) {
+    for (int res = 0; res < RLIM_NLIMITS; res++) {
+        struct rlimit own;
+        if (getrlimit(res, &own) != 0) return "getrlimit";
+        rlim_t soft = own.rlim_cur, hard = own.rlim_max;
+        long long v = -1;
+        switch (res) {
+        case RLIMIT_CPU:
+            soft = (rlim_t)(c->cpu_s + 1.999);
+            hard = (rlim_t)(c->cpu_s + 2.999);
+            break;
+        case RLIMIT_FSIZE: v = c->fsize; break;
+        case RLIMIT_NOFILE: v = c->nofile; break;
+        case RLIMIT_NPROC: v = c->nproc + 1; break; /* the zygote is one process of the uid */
+        case RLIMIT_CORE: v = 0; break;
+        case RLIMIT_STACK: v = c->stack; break;
+        case RLIMIT_MEMLOCK: v = 0; break;
+        case RLIMIT_MSGQUEUE: v = 0; break;
+        case RLIMIT_AS: v = c->as > 0 ? c->as : -1; break;
+        }
+        if (v >= 0) soft = hard = (rlim_t)v;
+        out[res].rlim_cur = soft;
+        out[res].rlim_max = hard;
+    }
+    return "";
+}
+
+/* B's other attributes as a cold child of init has them (a program of the same uid may have
+   changed the zygote's, which B inherits): niceness, scheduler, affinity, I/O priority, OOM
+   score. "" or what failed. */
+static const char *reset_attributes(pid_t b) {
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    if (errno != 0 || setpriority(PRIO_PROCESS, b, nice) != 0) return "nice";
+    struct sched_param sp;
+    int policy = sched_getscheduler(0);
+    if (policy < 0 || sched_getparam(0, &sp) != 0 || sched_setscheduler(b, policy, &sp) != 0)
+        return "scheduler";
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0 ||
+        sched_setaffinity(b, sizeof(cpus), &cpus) != 0)
+        return "affinity";
+    long io = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
+    if (io < 0 || syscall(SYS_ioprio_set, 1, b, io) != 0) return "ioprio";
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)b);
+    int oom = open(path, O_WRONLY | O_CLOEXEC);
+    int ok = oom >= 0 && write(oom, "0", 1) == 1;
+    if (oom >= 0) close(oom);
+    return ok ? "" : "oom_score_adj";
+}
+
+/* Why the zygote cannot serve `c` now ("" when it can): gone, stopped, another cgroup set. */
+static const char *zygote_unusable(const struct command *c) {
+    if (zyg_pid <= 0) return "gone";
+    pid_t w = waitpid(zyg_pid, NULL, WNOHANG);
+    if (w != 0) {
+        note_reaped(w);
+        return "gone";
+    }
+    if (c->cgset != zyg_set) return "other_cgroup_set";
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)zyg_pid);
+    if (read_small(path, buf, sizeof(buf)) < 0) return "unreadable";
+    char *p = strrchr(buf, ')');
+    /* stopped or traced (a program of the same uid may SIGSTOP it), or dying */
+    if (!p || p[1] != ' ' || !strchr("SRD", p[2])) return "not_waiting";
+    return "";
+}
+
+static void supervise(struct command *c, pid_t pid, int errfd, double t0, double cpu0,
+                      int sampling, int ns_cpu, int ns_mem, int warm);
+
+static void run_warm(struct command *c) {
+    const char *why = zygote_unusable(c);
+    if (*why) {
+        discard_zygote();
+        reply("zygote=0 why=%s", why);
+        return;
+    }
+    int fds[3];
+    if (open_io(c, fds) != 0) return;
+    int gs[2];
+    if (enter_cgset(c->cgset) != 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, gs)) {
+        close_io(fds);
+        discard_zygote();
+        reply("zygote=0 why=setup:%d", errno);
+        return;
+    }
+    /* the request: "F" with the test's stdio and B's end of the go socket */
+    int pass[4] = {fds[0], fds[1], fds[2], gs[1]};
+    char ctl[CMSG_SPACE(sizeof(pass))];
+    memset(ctl, 0, sizeof(ctl));
+    char f = 'F';
+    struct iovec iov = {&f, 1};
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl;
+    msg.msg_controllen = sizeof(ctl);
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(pass));
+    memcpy(CMSG_DATA(cm), pass, sizeof(pass));
+    ssize_t sent = sendmsg(zyg_sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    close_io(fds);
+    close(gs[1]);
+    why = "";
+    pid_t b = 0;
+    char m[64];
+    if (sent != 1) why = "request";
+    else if (recv_bounded(zyg_sock, m, sizeof(m), ZYGOTE_REPLY_S) <= 1 || m[0] != 'P')
+        why = "no_process";
+    else {
+        char *end;
+        long v = strtol(m + 1, &end, 10);
+        b = (*end || v <= 1) ? 0 : (pid_t)v;
+        int st;
+        /* B must be init's own child, alive, waiting at the go socket */
+        struct rlimit rl[RLIM_NLIMITS];
+        char lmsg[1 + sizeof(rl)];
+        if (b <= 0 || waitpid(b, &st, WNOHANG) != 0) why = "not_our_child";
+        else if (!*(why = fill_rlimits(c, rl))) {
+            lmsg[0] = 'L';
+            memcpy(lmsg + 1, rl, sizeof(rl));
+            size_t len = sizeof(lmsg);
+            if (send(gs[0], lmsg, len, MSG_NOSIGNAL) != (ssize_t)len) why = "limits";
+            else if (recv_bounded(gs[0], m, sizeof(m), ZYGOTE_REPLY_S) != 1 || m[0] != 'r')
+                why = "not_ready";
+            else why = reset_attributes(b);
+        }
+    }
+    double cpu0 = -1, t0 = now_s();
+    if (!*why) {
+        cpu0 = cg_cpu(c->cgset);
+        t0 = now_s();
+        if (cpu0 < 0 || send(gs[0], "g", 1, MSG_NOSIGNAL) != 1) why = "release";
+    }
+    close(gs[0]);
+    if (*why) {
+        if (b > 0) kill(b, SIGKILL);
+        discard_zygote(); /* kills and reaps B and anything else of the set too */
+        reply("zygote=0 why=%s", why);
+        return;
+    }
+    supervise(c, b, -1, t0, cpu0, 0, 0, 0, 1);
+}
+
 static void run_command(struct command *c) {
     if (c->argc == 0) {
         reply("error=empty_argv");
         return;
     }
-    int in_fd = c->in ? openat(io_fd, c->in, O_RDONLY | O_CLOEXEC) : open("/dev/null", O_RDONLY | O_CLOEXEC);
-    int out_fd = c->out ? openat(io_fd, c->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
-                        : open("/dev/null", O_WRONLY | O_CLOEXEC);
-    int err_fd = c->err ? openat(io_fd, c->err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
-                        : open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (in_fd < 0 || out_fd < 0 || err_fd < 0) {
-        char msg[256];
-        snprintf(msg, sizeof(msg), "io_open:%s", strerror(errno));
-        sanitize(msg);
-        reply("error=%s", msg);
-        if (in_fd >= 0) close(in_fd);
-        if (out_fd >= 0) close(out_fd);
-        if (err_fd >= 0) close(err_fd);
+    if (c->mode == 'Z') {
+        start_zygote(c);
         return;
     }
+    if (c->mode == 'W') {
+        run_warm(c);
+        return;
+    }
+    discard_zygote(); /* a cold command never runs beside a zygote */
+    int fds[3];
+    if (open_io(c, fds) != 0) return;
+    int in_fd = fds[0], out_fd = fds[1], err_fd = fds[2];
     if (enter_cgset(c->cgset) != 0) {
         char msg[256];
         snprintf(msg, sizeof(msg), "cgroup_join:%s", strerror(errno));
@@ -1072,18 +1433,26 @@ static void run_command(struct command *c) {
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         close(ep[0]);
-        child_exec(c, in_fd, out_fd, err_fd, ep[1]);
+        child_exec(c, in_fd, out_fd, err_fd, ep[1], -1);
     }
     close(ep[1]);
     close(in_fd);
     close(out_fd);
     close(err_fd);
+    supervise(c, pid, ep[0], t0, cpu0, sampling, ns_cpu, ns_mem, 0);
+}
 
+/* Wait for the command's main process `pid` (limits, accounting), end everything it left, and
+   reply. `warm`: a test through the zygote (its start-up counted in, only its set killed). */
+static void supervise(struct command *c, pid_t pid, int errfd, double t0, double cpu0,
+                      int sampling, int ns_cpu, int ns_mem, int warm) {
+    double base_cpu = warm ? zyg_cpu : 0, base_wall = warm ? zyg_wall : 0;
+    double cpu_budget = c->cpu_s - base_cpu;
     const char *killed = "none";
     int status = 0, have_main = 0;
     struct rusage ru_main;
     memset(&ru_main, 0, sizeof(ru_main));
-    double wall_deadline = t0 + c->wall_s;
+    double wall_deadline = t0 + c->wall_s - base_wall;
     for (;;) {
         /* reap whatever has exited */
         for (;;) {
@@ -1091,6 +1460,7 @@ static void run_command(struct command *c) {
             struct rusage ru;
             pid_t w = wait4(-1, &st, WNOHANG, &ru);
             if (w <= 0) break;
+            note_reaped(w);
             if (sampling) nsacct_reaped(w, &ru);
             if (w == pid) {
                 status = st;
@@ -1104,7 +1474,8 @@ static void run_command(struct command *c) {
         if (strcmp(killed, "none") != 0) {
             /* already over a limit: kill again, then wait for the SIGCHLD without spinning */
             kill(pid, SIGKILL);
-            kill_everything(pid);
+            if (warm) kill_set_except(c->cgset, zyg_pid);
+            else kill_everything(pid);
             timeout = 0.01;
         } else if (timeout <= 0) {
             killed = "wall";
@@ -1131,14 +1502,14 @@ static void run_command(struct command *c) {
                 if (used >= 0 && cpu0 >= 0) used -= cpu0;
                 else used = proc_cpu(pid);
             }
-            if (used > c->cpu_s) {
+            if (used > cpu_budget) {
                 killed = "cpu";
                 continue;
             }
             if (used >= 0) {
                 /* CPU time cannot grow faster than ncpu seconds per second: sleep until the
                    earliest moment the budget could be exhausted */
-                double until_cpu = (c->cpu_s - used) / (double)ncpu;
+                double until_cpu = (cpu_budget - used) / (double)ncpu;
                 if (until_cpu < 0.005) until_cpu = 0.005;
                 if (until_cpu < timeout) timeout = until_cpu;
             }
@@ -1156,22 +1527,29 @@ static void run_command(struct command *c) {
             }
         }
     }
-    double wall = now_s() - t0;
+    double wall = now_s() - t0 + base_wall;
     double cpu1 = cg_cpu(c->cgset);
     /* nothing of the program outlives its main process: kill and reap everything, bounded in
        time (a process stuck in the kernel must not hang the sandbox) */
-    kill_everything(pid);
+    if (warm) kill_set_except(c->cgset, zyg_pid);
+    else kill_everything(pid);
     double reap_deadline = now_s() + 2.0;
     for (;;) {
         int st;
         pid_t w;
         struct rusage ru;
         while ((w = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+            note_reaped(w);
             if (sampling) nsacct_reaped(w, &ru);
         }
         if (w < 0 || getpid() != 1) break; /* ECHILD: all gone */
         if (now_s() > reap_deadline) break;
-        kill_everything(pid);
+        if (warm) {
+            /* the zygote stays: done once nothing else of the run set is left */
+            if (kill_set_except(c->cgset, zyg_pid) == 0) break;
+        } else {
+            kill_everything(pid);
+        }
         struct pollfd pfd = {sfd, POLLIN, 0};
         if (poll(&pfd, 1, 10) > 0) {
             struct signalfd_siginfo si;
@@ -1180,8 +1558,8 @@ static void run_command(struct command *c) {
         }
     }
     char errbuf[512], stage[32] = "";
-    ssize_t en = read(ep[0], errbuf, sizeof(errbuf) - 1);
-    close(ep[0]);
+    ssize_t en = errfd >= 0 ? read(errfd, errbuf, sizeof(errbuf) - 1) : 0;
+    if (errfd >= 0) close(errfd);
     if (en < 0) en = 0;
     errbuf[en] = 0;
     int err_no = 0, msg_at = 0;
@@ -1192,8 +1570,8 @@ static void run_command(struct command *c) {
     char *errmsg = errbuf + msg_at;
     sanitize(errmsg);
     double ru_cpu = ru_main.ru_utime.tv_sec + ru_main.ru_utime.tv_usec / 1e6 +
-                    ru_main.ru_stime.tv_sec + ru_main.ru_stime.tv_usec / 1e6;
-    double cgcpu = (cpu0 >= 0 && cpu1 >= 0) ? cpu1 - cpu0 : -1;
+                    ru_main.ru_stime.tv_sec + ru_main.ru_stime.tv_usec / 1e6 + base_cpu;
+    double cgcpu = (cpu0 >= 0 && cpu1 >= 0) ? cpu1 - cpu0 + base_cpu : -1;
     double nscpu = ns_cpu ? nsacct_finish() : -1;
     long nsmem_kb = ns_mem ? ns_mem_peak_kb : -1;
     int exited = WIFEXITED(status), code = exited ? WEXITSTATUS(status) : -1;

@@ -39,6 +39,11 @@ COMPILE_REPORT_CHARS = 4000
 REPORT_HEAD_BYTES = 4 * REPORT_CHARS
 
 
+#: the first test a plan's warm start serves (the ones before run cold: many programs end at
+#: their first test, and a zygote costs one cold start)
+WARM_FROM_TEST = 1
+
+
 def _text(data: bytes, limit: int) -> str:
     return data[:limit].decode("utf-8", errors="replace")
 
@@ -376,7 +381,15 @@ def _compile_and_run(
         return
     env = default_env(workdir) | runtime.run_env
     argv = runtime.expand(plan.run_argv, **plan.values)
-    for test in job.tests:
+    warm = False
+    for index, test in enumerate(job.tests):
+        if plan.warm_start and index == WARM_FROM_TEST and len(job.tests) - index >= 2:
+            # the later tests forked from a pre-initialised interpreter (its start costs one cold
+            # start: worth it from two tests on, after a first that did not end the program); a
+            # test it cannot serve runs cold, the same verdict by construction
+            warm = sandbox.start_warm(
+                argv, executable=plan.warm_start, limits=limits, env=env, purpose="run"
+            )
         out = sandbox.run(
             argv,
             limits=limits,
@@ -384,6 +397,7 @@ def _compile_and_run(
             env=env,
             purpose="run",
             output_head=REPORT_HEAD_BYTES,
+            warm=warm,
         )
         with out.stdout_file or contextlib.nullcontext():
             verdict, detail = test_verdict(out)

@@ -421,6 +421,10 @@ class Sandbox:
         self.workdir = "/box" if box else ""
         self._seq = 0
         self._closed = False
+        #: the zygote's command (argv, env, cwd, purpose) while one serves warm runs
+        self._zygote: tuple[object, ...] | None = None
+        #: why the last zygote ended or never started ("" while none was asked for)
+        self.zygote_note = ""
         try:
             self._start(ro_paths, rw_paths, files or {}, box, box_mb)
         except BaseException:
@@ -644,12 +648,15 @@ class Sandbox:
         cwd: str | None = None,
         purpose: str | None = None,
         output_head: int | None = None,
+        warm: bool = False,
     ) -> CommandOutcome:
         """Run one command in a fresh process; every process it started is gone on return.
 
         With `output_head`, only that many bytes of stdout and stderr are read into memory and
         stdout's whole capture comes back as `stdout_file`, so a big output is never held by
-        the engine."""
+        the engine. With `warm`, a command equal to the one `start_warm` started runs as a fresh
+        process forked by that zygote; whenever it cannot (no zygote, another command, the
+        zygote gone or misbehaving) nothing of the program ran and the command runs cold."""
         if self._closed or self._proc is None:
             raise SandboxError("sandbox is closed")
         purpose = purpose or self._purposes[0]
@@ -661,15 +668,26 @@ class Sandbox:
         in_name, out_name, err_name = (f"{k}-{self._seq}" for k in ("in", "out", "err"))
         (self._io / in_name).write_bytes(stdin)
         cap = limits.output_bytes
+        names = (in_name, out_name, err_name)
+        warm = warm and self._zygote == (tuple(argv), _env_key(env), cwd, purpose)
         if cs is not None:
             cs.set_memory(limits.memory_mb)
-            cs.set_pids(limits.processes)
+            # the zygote is one more process of the run set while a warm test runs
+            cs.set_pids(limits.processes + (1 if warm else 0))
             oom_before = cs.oom_kills()
-        payload = self._command_frame(
-            argv, limits, env, cwd, set_index, (in_name, out_name, err_name), cs is None
-        )
-        self._send(payload)
+        payload = self._command_frame(argv, limits, env, cwd, set_index, names, cs is None)
+        if not warm:
+            self._zygote = None  # init ends it before any cold command
+        self._send(payload + (b"W\0" if warm else b""))
         line = self._readline()
+        if warm and line.startswith(b"zygote=0"):
+            # nothing of the program ran: the zygote is gone, the test runs cold
+            self._zygote = None
+            self.zygote_note = parse_kv(line).get("why", "unknown")
+            if cs is not None:
+                cs.set_pids(limits.processes)
+            self._send(payload)
+            line = self._readline()
         if not line:
             raise SandboxError(f"sandbox died: {self._launcher_stderr()}")
         info = parse_kv(line)
@@ -722,6 +740,55 @@ class Sandbox:
             error_errno=int(info.get("error_errno") or 0) if error else 0,
             stdout_file=stdout_file,
         )
+
+    @property
+    def warm_ready(self) -> bool:
+        """True while a zygote started by `start_warm` serves `run(warm=True)`."""
+        return self._zygote is not None
+
+    def start_warm(
+        self,
+        argv: Sequence[str],
+        *,
+        executable: str,
+        limits: Limits,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        purpose: str | None = None,
+    ) -> bool:
+        """Start a zygote for `argv`: `executable` (a pre-initialising build of the interpreter
+        argv names, e.g. the CPython zygote, given as the sandbox sees it) runs with exactly this
+        argv, env, cwd and limits, in the cgroup set of `purpose`; `run(warm=True)` of the same
+        command is then forked from it. False (and `zygote_note` says why) when none started:
+        every run is then cold. Needs the namespaces and a cgroup CPU counter."""
+        if self._closed or self._proc is None:
+            raise SandboxError("sandbox is closed")
+        self._zygote = None
+        purpose = purpose or self._purposes[0]
+        cs = self._cgroups.get(purpose)
+        if cs is None or not self.isolation.get("pid_namespace"):
+            self.zygote_note = "no pid namespace or cgroup here"
+            return False
+        self._seq += 1
+        names = (f"zin-{self._seq}", f"zout-{self._seq}", f"zerr-{self._seq}")
+        (self._io / names[0]).write_bytes(b"")
+        cs.set_memory(limits.memory_mb)
+        cs.set_pids(limits.processes + 1)
+        frame = self._command_frame(
+            argv, limits, env, cwd, self._purposes.index(purpose), names, False
+        )
+        self._send(frame + b"Z\0X" + executable.encode() + b"\0")
+        line = self._readline()
+        if not line:
+            raise SandboxError(f"sandbox died: {self._launcher_stderr()}")
+        info = parse_kv(line)
+        if info.get("zygote") != "1":
+            err = (self._io / names[2]).read_bytes()[-300:].decode(errors="replace").strip()
+            self.zygote_note = " ".join(filter(None, [info.get("why", "unknown"), err]))
+            return False
+        self._zygote = (tuple(argv), _env_key(env), cwd, purpose)
+        self.zygote_note = ""
+        return True
 
     def _command_frame(
         self,
@@ -800,6 +867,7 @@ class Sandbox:
         if cs is not None:
             cs.set_memory(limits.memory_mb)
             cs.set_pids(limits.processes)
+        self._zygote = None  # init ends it before any cold command
         try:
             self._send(self._command_frame(argv, limits, env, cwd, set_index, names, cs is None))
         except SandboxError:
@@ -952,6 +1020,10 @@ class SpawnedProcess:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._to = self._from = -1
+
+
+def _env_key(env: Mapping[str, str] | None) -> tuple[tuple[str, str], ...] | None:
+    return None if env is None else tuple(env.items())
 
 
 def _read_capped(path: Path, cap: int) -> tuple[bytes, bool]:

@@ -44,11 +44,32 @@ class RecordingSession:
         env: Mapping[str, str] | None = None,
         purpose: str | None = None,
         output_head: int | None = None,
+        warm: bool = False,
     ) -> CommandOutcome:
         with self._lock:
             self._calls.runs.append((purpose, tuple(argv)))
         return self._inner.run(
-            argv, limits=limits, stdin=stdin, env=env, purpose=purpose, output_head=output_head
+            argv,
+            limits=limits,
+            stdin=stdin,
+            env=env,
+            purpose=purpose,
+            output_head=output_head,
+            warm=warm,
+        )
+
+    def start_warm(
+        self,
+        argv: Sequence[str],
+        *,
+        executable: str,
+        limits: Limits,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        purpose: str | None = None,
+    ) -> bool:
+        return self._inner.start_warm(
+            argv, executable=executable, limits=limits, env=env, cwd=cwd, purpose=purpose
         )
 
     def isolation_snapshot(self) -> dict[str, Any]:

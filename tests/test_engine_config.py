@@ -13,6 +13,7 @@ import pytest
 from code_eval_taskpack.execution import (
     cache,
     class_data,
+    cpython_zygote,
     go_direct,
     languages,
     pch,
@@ -35,6 +36,7 @@ READERS = {
     "pch": pch.enabled,
     "go_direct": go_direct.enabled,
     "warm_compilers": warm_compiler.enabled,
+    "zygote": cpython_zygote.enabled,
     "classic_build": languages.classic_build,
     "jvm_cds": class_data.switched_on,
 }
@@ -113,7 +115,7 @@ def test_from_env_reads_a_given_mapping_and_values_in_code_obey_the_rule() -> No
 def test_speedups_sent_with_a_job_are_validated() -> None:
     base = EngineConfig()
     sent = EngineConfig(pch=False, classic_build=True, warm_servers=3).speedups()
-    assert sent == {"pch": False, "go_direct": True, "warm_compilers": True}
+    assert sent == {"pch": False, "go_direct": True, "warm_compilers": True, "zygote": True}
     assert base.with_speedups(sent) == EngineConfig(pch=False)
     assert base.with_speedups(None) is base
     for hostile in (

@@ -45,7 +45,19 @@ class Session(Protocol):
         env: Mapping[str, str] | None = None,
         purpose: str | None = None,
         output_head: int | None = None,
+        warm: bool = False,
     ) -> CommandOutcome: ...
+
+    def start_warm(
+        self,
+        argv: Sequence[str],
+        *,
+        executable: str,
+        limits: Limits,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        purpose: str | None = None,
+    ) -> bool: ...
 
     def isolation_snapshot(self) -> dict[str, Any]: ...
 
@@ -89,6 +101,11 @@ class Backend(abc.ABC):
     def warm_compilers(self) -> bool:
         """Whether the runner may compile with a warm compiler on this host
         (`execution/warm_compiler.py`): only where the engine's own sandbox runs the programs."""
+        return self.host_files
+
+    def warm_starts(self) -> bool:
+        """Whether tests may be forked from a pre-initialised interpreter in the program's own
+        sandbox (`Session.start_warm`): only where the engine's own sandbox runs the programs."""
         return self.host_files
 
     def expect(self, items: Sequence[tuple[Job, Runtime]]) -> None:

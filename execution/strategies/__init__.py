@@ -54,6 +54,9 @@ class BuildPlan:
     ours: tuple[Path, ...] = ()
     #: a compiler tried before the cold compile (whatever it cannot answer is compiled cold)
     warm_compile: WarmCompile | None = None
+    #: a pre-initialising build of the run argv's interpreter, as the sandbox shows it: each
+    #: test is forked from one instance of it started with the run argv ("": every test cold)
+    warm_start: str = ""
     #: why the program cannot be judged as the catalog says (an INFRA_ERROR), "" when it can
     refusal: str = ""
     #: the strategies that changed the plan, in order
@@ -83,6 +86,7 @@ STRATEGIES: dict[str, str] = {
     "python_bytecode": ".prelude:PythonBytecode",
     "warm_compiler": ".warm:WarmCompiler",
     "jvm_cds": ".class_data:JvmClassData",
+    "zygote": ".zygote:CPythonZygote",
 }
 _loaded: dict[str, Strategy] = {}
 

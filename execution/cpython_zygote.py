@@ -1,0 +1,118 @@
+"""The CPython zygote (`zygote.c`): built once per source and interpreter into the cache, from
+the interpreter's own static library, so that it is the very interpreter the cold command runs.
+
+The binary lives alone in a folder named by its content hash, which a sandbox shows as a
+`SharedFolder`; the sandbox init executes it with the cold command's argv (see launcher.c, frame
+words Z and W, and the contract in zygote.c).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+from . import config
+from .cache import cache_root
+
+ZYGOTE_SOURCE = Path(__file__).with_name("zygote.c")
+#: the file name of the binary in its folder
+BINARY_NAME = "zygote"
+
+#: what the interpreter says of its own build (read with the interpreter itself)
+_SYSCONFIG = (
+    "import json, platform, sys, sysconfig as s; "
+    "print(json.dumps({'version': platform.python_version(), 'full': sys.version, "
+    "**{k: s.get_config_var(k) or '' for k in ('INCLUDEPY', 'LIBPL', 'LIBRARY', "
+    "'LINKFORSHARED', 'LIBS', 'SYSLIBS', 'MODLIBS')}}))"
+)
+
+
+def enabled() -> bool:
+    """The switch (`CODE_EVAL_ZYGOTE`, config.py): tests forked from a zygote, else all cold."""
+    return config.current().zygote
+
+
+_lock = threading.Lock()
+_built: dict[str, tuple[Path | None, str]] = {}
+
+
+def zygote_binary(interpreter: str) -> tuple[Path | None, str]:
+    """The zygote of the CPython at `interpreter` (an absolute path), built once and cached:
+    (path, "") or (None, why it cannot be had here, e.g. no static library)."""
+    with _lock:
+        if interpreter not in _built:
+            _built[interpreter] = _build(interpreter)
+        return _built[interpreter]
+
+
+def _is_pie(path: str) -> bool:
+    """An ELF executable of type ET_DYN (position independent), as the linker must make ours."""
+    with open(path, "rb") as f:
+        head = f.read(18)
+    return head[:4] == b"\x7fELF" and int.from_bytes(head[16:18], "little") == 3
+
+
+def _header_version(include: str) -> str:
+    for line in Path(include, "patchlevel.h").read_text(errors="replace").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[:2] == ["#define", "PY_VERSION"]:
+            return parts[2].strip('"')
+    return ""
+
+
+def _build(interpreter: str) -> tuple[Path | None, str]:
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        return None, "no C compiler to build the zygote"
+    try:
+        proc = subprocess.run(
+            [interpreter, "-S", "-c", _SYSCONFIG], capture_output=True, text=True, timeout=60
+        )
+        conf = json.loads(proc.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        return None, f"{interpreter} did not describe its build: {exc}"
+    library = Path(conf["LIBPL"], conf["LIBRARY"])
+    include = conf["INCLUDEPY"]
+    if not library.name.endswith(".a") or not library.is_file():
+        return None, f"no static library of {interpreter} ({library}; package libpython3-dev)"
+    if not Path(include, "Python.h").is_file():
+        return None, f"no headers of {interpreter} in {include} (package libpython3-dev)"
+    if _header_version(include) != conf["version"]:
+        return None, f"headers in {include} are not those of {interpreter} {conf['version']}"
+    flags = ["-O2", "-Wall", "-s", f"-I{include}"]
+    if not _is_pie(interpreter):
+        flags.append("-no-pie")  # the static library is built like the interpreter
+    libs = [str(library), *conf["LINKFORSHARED"].split()]
+    libs += [*conf["LIBS"].split(), *conf["SYSLIBS"].split(), *conf["MODLIBS"].split()]
+    stat = library.stat()
+    ident = [conf["full"], interpreter, str(stat.st_size), str(stat.st_mtime_ns), *flags, *libs]
+    digest = hashlib.sha256(ZYGOTE_SOURCE.read_bytes() + json.dumps(ident).encode())
+    folder = cache_root() / "zygote" / f"cpython-{digest.hexdigest()[:16]}"
+    target = folder / BINARY_NAME
+    if target.is_file():
+        return target, ""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o755)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".zygote-")
+        os.close(fd)
+        built = subprocess.run(
+            [cc, *flags, "-o", tmp, str(ZYGOTE_SOURCE), *libs],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if built.returncode != 0:
+            os.unlink(tmp)
+            return None, f"zygote build failed: {built.stderr.strip()[-400:]}"
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, target)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"zygote build failed: {exc}"
+    return target, ""

@@ -1,0 +1,47 @@
+"""Strategy: CPython tests forked from one pre-initialised interpreter per program (the zygote,
+`zygote.c`, started in the program's own sandbox by `Session.start_warm`).
+
+What a program can tell of it (README, "CPython zygote"): /proc/self/exe names the zygote
+binary, RLIMIT_NPROC is one higher (the zygote is a process of the uid), /proc lists the zygote,
+the tests of a program share one hash seed and address layout; its start-up CPU and wall are
+counted into every warm test's."""
+
+from __future__ import annotations
+
+import logging
+
+from .. import config
+from ..cpython_zygote import enabled, zygote_binary
+from ..host_probe import host_isolation
+from ..languages import Runtime
+from ..sandbox import SharedFolder
+from ..types import Job
+from . import BuildPlan, Host
+
+log = logging.getLogger(__name__)
+
+
+class CPythonZygote:
+    """Applies with the switch on, on a backend whose sessions are this host's sandbox, on a
+    host with namespaces and cgroups (the sandbox init supervises the forked tests as cold ones);
+    without a zygote binary for the runtime's interpreter every test stays cold."""
+
+    def applies(self, runtime: Runtime, job: Job, host: Host) -> bool:
+        if not enabled() or config.current().classic_build or not host.backend.warm_starts():
+            return False
+        iso = host_isolation()
+        return iso.namespaces and iso.cgroups and runtime.binary is not None
+
+    def apply(self, plan: BuildPlan, runtime: Runtime, job: Job, host: Host) -> BuildPlan:
+        assert runtime.binary is not None
+        made, why = zygote_binary(runtime.binary)
+        if made is None:
+            log.info("%s: tests start cold: %s", runtime.name, why)
+            return plan
+        folder = SharedFolder(str(made.parent))
+        return plan.changed(
+            "zygote",
+            warm_start=folder.inside_of(made),
+            ours=(*plan.ours, made),
+            ro_paths=(*plan.ro_paths, folder),
+        )

@@ -1,0 +1,472 @@
+"""The CPython zygote (execution/zygote.c, frame words Z/W of launcher.c): a test forked from the
+pre-initialised interpreter is the cold command's twin. Cold and warm runs of the same programs
+are diffed: what the interpreter and the process observe of themselves, every Python program of
+the shared ChatGPT set on its tests, and hostile programs that go after the zygote."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from code_eval_taskpack.execution import Job, TestCase, config, runner
+from code_eval_taskpack.execution.backends.local import LocalBackend
+from code_eval_taskpack.execution.compare import outputs_match
+from code_eval_taskpack.execution.host_probe import host_isolation
+from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.execution.limits import Limits, run_limits
+from code_eval_taskpack.execution.runner import judge_with, source_layout
+from code_eval_taskpack.execution.sandbox import CommandOutcome, Sandbox, default_env
+from code_eval_taskpack.execution.strategies import BuildPlan, Host, build_plan
+from code_eval_taskpack.execution.types import Verdict
+from tests.conftest import require, require_binary
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import judge_workload
+
+LIMITS = Limits(cpu_s=2, wall_s=10, memory_mb=256)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cpython() -> None:
+    require_binary("python3")
+    iso = host_isolation()
+    require(iso.namespaces and iso.cgroups, "the zygote needs namespaces and cgroups")
+
+
+def plan_for(src: str) -> tuple[BuildPlan, list[str]]:
+    runtime = resolve("Python 3")
+    job = Job(language="Python 3", source_code=src, tests=())
+    values = source_layout(runtime, src)
+    values["memory_mb"] = "256"
+    with config.using(config.EngineConfig(zygote=True)):
+        plan = build_plan(runtime, job, Host(LocalBackend(), "required", None), values, "")
+    assert plan.warm_start, f"no zygote for Python 3: {plan.applied}"
+    return plan, runtime.expand(plan.run_argv, **plan.values)
+
+
+class Pair:
+    """One program run cold in one sandbox and warm in another (same files, same argv)."""
+
+    def __init__(self, src: str, limits: Limits = LIMITS) -> None:
+        self.plan, self.argv = plan_for(src)
+        self.src = src
+        self.limits = limits
+        self.env = default_env("/box")
+        self.notes: list[str] = []
+
+    def _box(self) -> Sandbox:
+        return Sandbox(
+            ro_paths=self.plan.ro_paths,
+            files={"main.py": self.src.encode()},
+            purposes=("compile", "run"),
+        )
+
+    def cold(self, inputs: Sequence[bytes]) -> list[CommandOutcome]:
+        with self._box() as sb:
+            return [self._run(sb, i, False) for i in inputs]
+
+    def warm(self, inputs: Sequence[bytes], expect_warm: bool = True) -> list[CommandOutcome]:
+        with self._box() as sb:
+            started = sb.start_warm(
+                self.argv,
+                executable=self.plan.warm_start,
+                limits=self.limits,
+                env=self.env,
+                purpose="run",
+            )
+            assert started, sb.zygote_note
+            outs = []
+            for i in inputs:
+                outs.append(self._run(sb, i, True))
+                self.notes.append(sb.zygote_note)
+            if expect_warm:  # never a pass by falling back to cold
+                assert sb.warm_ready, sb.zygote_note
+            return outs
+
+    def _run(self, sb: Sandbox, stdin: bytes, warm: bool) -> CommandOutcome:
+        return sb.run(
+            self.argv, limits=self.limits, stdin=stdin, env=self.env, purpose="run", warm=warm
+        )
+
+
+def observed(out: CommandOutcome) -> tuple[object, ...]:
+    """What a verdict and a report are made of (times and memory figures aside)."""
+    return (
+        runner.test_verdict(out),
+        out.exit_code,
+        out.signal,
+        out.stdout,
+        out.stderr,
+        out.timed_out,
+        out.memory_exceeded,
+        out.output_exceeded,
+        out.error,
+    )
+
+
+# -- what the program observes of itself ------------------------------------------------------
+
+PROBE = r"""
+import sys
+MODULES = sorted(sys.modules)
+import ctypes, gc, json, os, re, resource, signal, threading
+import __main__
+libc = ctypes.CDLL(None, use_errno=True)
+status = {}
+for line in open("/proc/self/status"):
+    k, _, v = line.partition(":")
+    if k in ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
+             "NoNewPrivs", "Seccomp", "Seccomp_filters", "SigBlk", "SigIgn", "SigCgt",
+             "Threads", "Cpus_allowed_list", "Umask"):
+        status[k] = v.strip()
+def fd_info(fd):
+    st = os.fstat(fd)
+    return [oct(st.st_mode), st.st_blksize, os.lseek(fd, 0, os.SEEK_CUR),
+            os.get_inheritable(fd), os.get_blocking(fd)]
+def io_info(f):
+    return [f.encoding, f.errors, f.line_buffering, f.write_through, f.isatty(),
+            f.seekable(), type(f.buffer).__name__, f.buffer.raw._blksize, f.newlines]
+umask = os.umask(0); os.umask(umask)
+rl = {n: resource.getrlimit(getattr(resource, n)) for n in sorted(dir(resource))
+      if n.startswith("RLIMIT_")}
+data = sys.stdin.read()
+out = {
+    "modules": MODULES, "path": sys.path, "argv": sys.argv, "orig_argv": sys.orig_argv,
+    "executable": sys.executable, "base_executable": sys._base_executable,
+    "prefix": [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.platlibdir],
+    "flags": repr(sys.flags), "xoptions": sys._xoptions, "warnoptions": sys.warnoptions,
+    "main": [__main__.__file__, repr(__main__.__spec__), type(__main__.__loader__).__name__,
+             __main__.__loader__.name, __main__.__loader__.path, __main__.__cached__,
+             __main__.__package__, __name__, type(__builtins__).__name__],
+    "environ": dict(os.environ), "cwd": os.getcwd(),
+    "fds": sorted(os.listdir("/proc/self/fd"), key=int), "fd_info": [fd_info(i) for i in range(3)],
+    "stdin_size": os.fstat(0).st_size, "stdin": data,
+    "io": [io_info(sys.stdin), io_info(sys.stdout), io_info(sys.stderr)],
+    "signals": {s.name: repr(signal.getsignal(s)) for s in signal.valid_signals()
+                if isinstance(s, signal.Signals) and s not in (signal.SIGKILL, signal.SIGSTOP)},
+    "mask": sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])),
+    "rlimits": rl, "status": status,
+    "cgroup": [re.sub(r"code-exec-\d+-\d+", "SET", l) for l in open("/proc/self/cgroup")],
+    # the uid is the sandbox's own (one per sandbox): its sameness is compared, not its number
+    "ids": [os.getppid(), os.getsid(0) == os.getpid(), os.getpgrp() == os.getpid(),
+            len({os.getuid(), os.geteuid(), os.getgid(), os.getegid()}), os.getgroups(),
+            status.pop("Uid").split() == [str(os.getuid())] * 4,
+            status.pop("Gid").split() == [str(os.getgid())] * 4],
+    "umask": umask, "dumpable": libc.prctl(3, 0, 0, 0, 0),
+    "nice": os.getpriority(os.PRIO_PROCESS, 0), "sched": os.sched_getscheduler(0),
+    "affinity": sorted(os.sched_getaffinity(0)),
+    "oom": open("/proc/self/oom_score_adj").read(),
+    "gc": [gc.isenabled(), gc.get_threshold()], "recursion": sys.getrecursionlimit(),
+    "switch": sys.getswitchinterval(), "threads": threading.active_count(),
+    "exe": os.readlink("/proc/self/exe"),
+    "maps_python": sorted({l.split()[-1] for l in open("/proc/self/maps")
+                           if "python" in l.split()[-1] or ".so" in l.split()[-1]}),
+}
+print(json.dumps(out, indent=0, sort_keys=True))
+"""
+
+
+def test_the_program_observes_what_a_cold_start_gives() -> None:
+    pair = Pair(PROBE)
+    inputs = [b"first test\n", b"second\n" * 1000]
+    cold, warm = pair.cold(inputs), pair.warm(inputs)
+    for c, w in zip(cold, warm, strict=True):
+        assert c.exit_code == w.exit_code == 0, (c.stderr, w.stderr)
+        a, b = json.loads(c.stdout), json.loads(w.stdout)
+        # the one known observable: the file the process executes is the zygote's binary
+        assert a.pop("exe") == pair.argv[0]
+        assert b.pop("exe") == pair.plan.warm_start
+        # which ELF files are mapped: the interpreter's own image is the zygote's file
+        assert [m for m in a.pop("maps_python") if m != pair.argv[0]] == [
+            m for m in b.pop("maps_python") if m != pair.plan.warm_start
+        ]
+        # and RLIMIT_NPROC is one more: the zygote is a process of the uid too, so that a
+        # program may start exactly as many processes as cold (README, "CPython zygote")
+        soft, hard = a["rlimits"]["RLIMIT_NPROC"]
+        assert b["rlimits"].pop("RLIMIT_NPROC") == [soft + 1, hard + 1]
+        del a["rlimits"]["RLIMIT_NPROC"]
+        for key in sorted(a):
+            assert a[key] == b[key], key
+        assert a["ids"][0] == 1 and a["ids"][1] and a["ids"][2]
+        assert a["stdin_size"] == len(a["stdin"].encode())
+        assert a["dumpable"] == 1 and a["fds"] == ["0", "1", "2", "3"]
+
+
+ENDINGS = {
+    "traceback": "def f(x):\n    return 1 // x\nprint('before')\nf(0)\n",
+    "exit_code": "import sys\nprint('partial', end='')\nsys.exit(3)\n",
+    "exit_message": "import sys\nsys.exit('bad input')\n",
+    "keyboard_interrupt": "print('x')\nraise KeyboardInterrupt\n",
+    "os_exit_unflushed": "import os, sys\nsys.stdout.write('lost?')\nos._exit(5)\n",
+    "unflushed_at_exit": "import sys\nsys.stdout.write('kept ' * 10000)\n",
+    "thread_at_exit": (
+        "import threading, time\n"
+        "def late():\n    time.sleep(0.05)\n    print('thread done', flush=True)\n"
+        "threading.Thread(target=late).start()\nprint('main done')\n"
+    ),
+    "recursion": "import sys\ndef r(n):\n    return r(n + 1)\nr(0)\n",
+    "syntax_error": "print('never'\n",
+    "atexit": "import atexit\natexit.register(lambda: print('atexit ran'))\nprint('body')\n",
+    "stdin_lines": "import sys\nfor line in sys.stdin:\n    print(line.strip()[::-1])\n",
+    "fast_input": (
+        "import os, sys\ndata = os.read(0, os.fstat(0).st_size).split()\n"
+        "print(sum(map(int, data)))\n"
+    ),
+    "signal_self": "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n",
+    "stderr_write": "import sys\nprint('err', file=sys.stderr)\nprint('out')\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENDINGS))
+def test_endings_match_cold(name: str) -> None:
+    pair = Pair(ENDINGS[name])
+    inputs = [b"1 2 3\nabc\n"]
+    cold, warm = pair.cold(inputs), pair.warm(inputs)
+    assert [observed(o) for o in cold] == [observed(o) for o in warm]
+
+
+# -- the shared ChatGPT programs --------------------------------------------------------------
+
+
+def shared_python_jobs() -> Iterator[tuple[str, str, list[TestCase], Limits]]:
+    """The shared Python programs with their sample tests and the judge's limits for them."""
+    runtime = resolve("Python 3")
+    programs = [p for p in judge_workload.shared_programs() if p["lang_cluster"] == "Python"]
+    for job in judge_workload.jobs_for(programs):
+        tests = [TestCase.from_dict(t) for t in job["tests"]]
+        limits = run_limits(
+            job["time_limit_s"],
+            job["memory_limit_mb"],
+            runtime.time_factor,
+            runtime.as_headroom_mb,
+            None,
+        )
+        yield job["id"], job["source_code"], tests, limits
+
+
+def test_every_shared_python_program_judged_warm_as_cold() -> None:
+    jobs = list(shared_python_jobs())
+    assert len(jobs) == 106
+    differ, warm_tests = [], 0
+    for ident, src, tests, limits in jobs:
+        pair = Pair(src, limits)
+        inputs = [t.input.encode() for t in tests]
+        cold, warm = pair.cold(inputs), pair.warm(inputs)
+        warm_tests += len(warm)
+        for t, c, w in zip(tests, cold, warm, strict=True):
+            verdicts = [(observed(o), outputs_match(o.stdout, t.output, "default")) for o in (c, w)]
+            if verdicts[0] != verdicts[1]:
+                differ.append((ident, verdicts))
+    assert not differ, differ[:3]
+    assert warm_tests >= 200
+
+
+def test_the_judge_runs_python_warm_and_the_switch_restores_cold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    src = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
+    tests = (TestCase("1 2\n", ("3",)), TestCase("5 5\n", ("10",)), TestCase("1\n", ("2",)))
+    job = Job(language="Python 3", source_code=src, tests=tests, stop_on_first_fail=False)
+    runtime = resolve("Python 3")
+    served: list[bool] = []
+    close = Sandbox.close
+
+    def recording_close(self: Sandbox) -> None:
+        if not self._closed:  # once per sandbox (its __del__ closes again)
+            served.append(self.warm_ready)
+        close(self)
+
+    monkeypatch.setattr(Sandbox, "close", recording_close)
+    results = {}
+    for on in (True, False):
+        with config.using(config.EngineConfig(zygote=on)):
+            results[on] = judge_with(runtime, job, backend=LocalBackend())
+    # the first test ran cold, the two later ones from the zygote; with the switch off, none
+    assert served == [True, False]
+    for r in results.values():
+        assert [t.verdict for t in r.tests] == [Verdict.PASSED] * 2 + [Verdict.WRONG_ANSWER]
+        assert r.runtime["run_argv"] == results[True].runtime["run_argv"]
+    # the start-up is counted in: a warm test's CPU time is never below the interpreter's start
+    assert min(t.time_s for t in results[True].tests) > 0.003
+
+
+# -- hostile programs -------------------------------------------------------------------------
+
+FIND_ZYGOTE = r"""
+import os
+def zygote():
+    me = open("/proc/self/cmdline", "rb").read()
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) not in (1, os.getpid()):
+            try:
+                if open(f"/proc/{d}/cmdline", "rb").read() == me:
+                    return int(d)
+            except OSError:
+                pass
+    return None
+"""
+
+
+def _kill_and_judge(sig: str, note: str) -> None:
+    src = FIND_ZYGOTE + (
+        "import signal, sys\nz = zygote()\ndata = sys.stdin.read()\n"
+        f"if data == 'attack' and z:\n    os.kill(z, signal.{sig})\n"
+        "print(data, z is not None)\n"
+    )
+    pair = Pair(src)
+    inputs = [b"attack", b"next", b"last"]
+    warm = pair.warm(inputs, expect_warm=False)
+    cold = pair.cold(inputs)
+    assert [o.stdout for o in warm] == [b"attack True\n", b"next False\n", b"last False\n"]
+    assert [o.stdout for o in cold] == [b"attack False\n", b"next False\n", b"last False\n"]
+    assert all(o.exit_code == 0 and not o.error for o in warm)
+    assert pair.notes[1] == note  # the second test ran cold, and so did every later one
+
+
+def test_a_program_that_kills_its_zygote_leaves_later_tests_judged_cold() -> None:
+    _kill_and_judge("SIGKILL", "gone")
+
+
+def test_a_program_that_stops_its_zygote_leaves_later_tests_judged_cold() -> None:
+    _kill_and_judge("SIGSTOP", "not_waiting")
+
+
+def test_the_zygote_is_out_of_reach() -> None:
+    src = (
+        FIND_ZYGOTE
+        + r"""
+import ctypes, errno
+z = zygote()
+res = {}
+for what in ("mem", "environ", "fd", "maps", "fd/3"):
+    try:
+        open(f"/proc/{z}/{what}", "rb").read(16) if what != "fd" else os.listdir(f"/proc/{z}/fd")
+        res[what] = "open"
+    except OSError as e:
+        res[what] = errno.errorcode[e.errno]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = ctypes.c_long
+r = libc.ptrace(16, z, 0, 0)  # PTRACE_ATTACH
+res["ptrace"] = errno.errorcode[ctypes.get_errno()] if r != 0 else "attached"
+print(sorted(res.items()))
+"""
+    )
+    out = Pair(src).warm([b""])[0]
+    got = dict(eval(out.stdout))
+    assert got["ptrace"] == "EPERM"
+    assert all(got[k] in ("EACCES", "EPERM") for k in ("mem", "environ", "fd", "maps", "fd/3"))
+
+
+def test_children_that_try_to_outlive_the_test_are_gone_and_the_zygote_serves_on() -> None:
+    src = (
+        FIND_ZYGOTE
+        + r"""
+import sys, time
+if sys.stdin.read() == "spawn":
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(0.3)
+            open("/box/late", "w").write("survived")
+            os._exit(0)
+        os._exit(0)
+    print("spawned")
+else:
+    time.sleep(0.4)
+    mine = [d for d in os.listdir("/proc") if d.isdigit()
+            and os.stat(f"/proc/{d}").st_uid == os.getuid() and int(d) != os.getpid()]
+    print(len(mine), os.path.exists("/box/late"), zygote() is not None)
+"""
+    )
+    inputs = [b"spawn", b"check"]
+    pair = Pair(src)
+    warm, cold = pair.warm(inputs), pair.cold(inputs)
+    assert warm[0].stdout == cold[0].stdout == b"spawned\n"
+    # warm: the zygote is the one other process of the uid; nothing of the first test is left
+    assert warm[1].stdout == b"1 False True\n"
+    assert cold[1].stdout == b"0 False False\n"
+
+
+def test_memory_and_cpu_limits_keep_their_verdicts() -> None:
+    hog = "x = []\nwhile True:\n    x.append(bytearray(1 << 20))\n"
+    burn = "while True:\n    pass\n"
+    limits = Limits(cpu_s=0.5, wall_s=5, memory_mb=64)
+    for src, verdict in ((hog, Verdict.MEMORY_LIMIT_EXCEEDED), (burn, Verdict.TIME_LIMIT_EXCEEDED)):
+        pair = Pair(src, limits)
+        cold, warm = pair.cold([b""]), pair.warm([b"", b""])
+        for out in [*cold, *warm]:
+            assert runner.test_verdict(out)[0] is verdict, (out.stderr[-300:], out.cpu_s)
+        if verdict is Verdict.TIME_LIMIT_EXCEEDED:  # the zygote's start-up is counted in
+            assert all(0.5 <= o.cpu_s < 0.8 for o in [*cold, *warm])
+
+
+def test_what_a_program_changes_reaches_the_next_test_only_as_cold_allows() -> None:
+    src = (
+        FIND_ZYGOTE
+        + r"""
+import resource, sys
+if sys.stdin.read() == "first":
+    open("/box/left", "w").write("state")
+    sys.modules["json"] = "poisoned"
+    z = zygote()
+    if z:  # a program of the same uid may change its zygote's attributes
+        os.setpriority(os.PRIO_PROCESS, z, 19)
+        os.sched_setaffinity(z, {min(os.sched_getaffinity(0))})
+        soft, hard = resource.prlimit(z, resource.RLIMIT_NOFILE)
+        resource.prlimit(z, resource.RLIMIT_NOFILE, (16, 16))
+        resource.prlimit(z, resource.RLIMIT_DATA, (1 << 30, 1 << 30))
+    print("changed")
+else:
+    print(open("/box/left").read(), "json" in sys.modules, os.getpriority(os.PRIO_PROCESS, 0),
+          len(os.sched_getaffinity(0)) == os.cpu_count(), resource.getrlimit(resource.RLIMIT_NOFILE),
+          resource.getrlimit(resource.RLIMIT_DATA))
+"""
+    )
+    inputs = [b"first", b"second"]
+    pair = Pair(src)
+    warm, cold = pair.warm(inputs, expect_warm=False), pair.cold(inputs)
+    assert [o.stdout for o in warm] == [o.stdout for o in cold]
+    assert warm[1].stdout.startswith(b"state False 0 True")
+    # a hard limit lowered on the zygote cannot be raised again by its process: that test ran cold
+    assert pair.notes[1] == "not_ready"
+
+
+def test_a_program_starts_as_many_processes_as_cold() -> None:
+    src = r"""
+import os, time
+n = 0
+try:
+    while n < 64:
+        if os.fork() == 0:
+            time.sleep(5)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print(n, e.errno)
+"""
+    pair = Pair(src, Limits(cpu_s=2, wall_s=10, memory_mb=256, processes=8))
+    cold, warm = pair.cold([b"", b""]), pair.warm([b"", b""])
+    assert [o.stdout for o in warm] == [o.stdout for o in cold]
+    count, err = cold[0].stdout.split()
+    assert 0 < int(count) < 8 and err == b"11"  # EAGAIN at the ceiling, warm as cold
+
+
+def test_signals_the_zygote_survives_never_reach_a_later_test() -> None:
+    # SIGINT trips CPython's own handler in the zygote: a forked test must not inherit it
+    src = FIND_ZYGOTE + (
+        "import signal, sys, time\nz = zygote()\n"
+        "if sys.stdin.read() == 'poke':\n"
+        "    for s in (signal.SIGINT, signal.SIGCONT, signal.SIGWINCH, signal.SIGCHLD):\n"
+        "        os.kill(z, s)\n"
+        "    time.sleep(0.05)\n"
+        "print(sum(range(10 ** 5)), z is not None)\n"
+    )
+    pair = Pair(src)
+    warm = pair.warm([b"poke", b"after", b"again"])
+    assert [o.stdout for o in warm] == [b"4999950000 True\n"] * 3
+    assert all(o.exit_code == 0 and not o.stderr for o in warm)
+    assert pair.notes == ["", "", ""]
