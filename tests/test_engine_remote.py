@@ -523,14 +523,25 @@ def test_the_wire_format_covers_every_result_field() -> None:
     assert set(rp._TEST_FIELDS) == {f.name for f in dataclasses.fields(TestResult)}
 
 
-def test_the_infilling_benchmark_refuses_engine_backends() -> None:
-    """Its repository tests never run on an engine backend: asking for one is an error."""
-    from lm_eval_tasks.code_infilling.grading import GradingSettings
+def test_the_infilling_benchmark_leaves_engine_backends_alone(caplog: pytest.LogCaptureFixture) -> None:
+    """A run of both benchmarks hands the infilling tasks xCodeEval's `exec_backend` too: it is
+    never applied to them (they grade with their own grader) and is noted once per value."""
+    import logging
 
-    for name in ("remote", "ray"):
-        with pytest.raises(ValueError, match="infilling benchmark"):
-            GradingSettings.from_kwargs({"metadata": {"exec_backend": name}})
-    assert GradingSettings.from_kwargs({"exec_backend": "local"}) == GradingSettings.from_kwargs({})
+    from lm_eval_tasks.code_infilling import grading
+
+    grading._noted_backends.clear()
+    plain = grading.GradingSettings.from_kwargs({})
+    with caplog.at_level(logging.WARNING, logger=grading.__name__):
+        for name in ("remote", "ray", "remote"):
+            assert grading.GradingSettings.from_kwargs({"metadata": {"exec_backend": name}}) == plain
+    notes = [r.getMessage() for r in caplog.records if "does not apply" in r.getMessage()]
+    assert len(notes) == 2, notes
+    assert all("sg_infilling_grader" in n for n in notes)
+    assert "'remote'" in notes[0] and "'ray'" in notes[1]
+    caplog.clear()
+    assert grading.GradingSettings.from_kwargs({"exec_backend": "local"}) == plain
+    assert not caplog.records
 
 
 @pytest.mark.slow
