@@ -16,19 +16,25 @@ machine's):
   judge) and a right one runs them all, as on the hidden set.
 
 From the two measurements the cost is split into a per-program part (compile, sandbox) and a
-per-test part, so the projection can be redone for another tests-per-program figure. Every
-run starts with empty caches; Ray's start-up (cluster, node judges) is outside the timing, the
-warm-up of compilers is not (it happens in the timed batch on both backends). Verdicts of the
-backends must agree (else the bench fails).
+per-test part, so the projection can be redone for another tests-per-program figure.
+
+Every run is a fresh process on fresh caches: what a process prepares once (the interpreters'
+start-up files, the Go tools, the compiler servers' classes, the count of programs sharing a
+header, the toolchains' versions) is prepared in every run, on every backend, as a node judge
+(a fresh actor per run) must. Each run first judges one tiny program (outside the timing, on
+both backends: Ray's cluster and node judge come up then); the warm-up of compilers is inside
+the timing on both. Verdicts of the backends must agree (else the bench fails).
 
 The machine may be shared: other work takes wall time from whichever run it lands on. So the
-equal workload is measured `--rounds` times per backend, the backends interleaved (each round in
-another order), and the best wall time of each counts; every run also reports the CPU time of
-its whole process tree (driver, Ray's daemons and node judges, compilers, sandboxes), which other
-work does not inflate: the CPU ratio is what the backend costs on a machine of its own. The
-container backend (`container.py`, N judge containers) joins the equal-workload rounds when a
-Docker daemon and the judge image are there (else the reason is printed), on the languages the
-image holds (local is measured on the same subset for its ratio).
+equal workload is measured `--rounds` times, local and Ray alternating (each round in the other
+order), and the median of the rounds' ratios is the figure, printed with their spread and each
+run's load average. Every run also reports the CPU time of its whole process tree by part
+(`process_cpu.py`: driver, Ray's daemons, node judges, programs), which other work inflates
+much less: the CPU ratio is what the backend costs on a machine of its own. Ray's processes
+also spend CPU at rest (heartbeats, monitors): measured after each Ray run and printed
+apart, never subtracted. The container backend (`container.py`, N judge containers) joins the
+equal-workload rounds when a Docker daemon and the judge image are there (else the reason is
+printed), on the languages the image holds (local is measured on the same subset for its ratio).
 
 Run: `python bench/protocol_bench.py` (`make bench`), `--per-language 4` for a quick look.
 """
@@ -36,11 +42,16 @@ Run: `python bench/protocol_bench.py` (`make bench`), `--per-language 4` for a q
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +60,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import judge_workload as wl  # noqa: E402
+import process_cpu  # noqa: E402
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, resolve  # noqa: E402
 from code_eval_taskpack.execution.backends.container import ContainerBackend  # noqa: E402
@@ -61,6 +73,10 @@ PROJECTED_CORES = 64
 #: the assumed size of a hidden test set (see the module docstring: not in the shared data)
 HIDDEN_TESTS = 50
 GOAL_S = 600.0
+#: seconds Ray's processes are watched at rest after a Ray run
+REST_S = 5.0
+#: the marker of a run's line in a child's output
+RUN_LINE = "protocol-bench-run "
 
 
 @dataclass
@@ -73,7 +89,14 @@ class Run:
     cpus: int
     verdicts: list[str]
     sandbox_cpu_s: float  # compile and test CPU the results record
-    tree_cpu_s: float  # CPU of this process and all its descendants during the run
+    cpu: dict[str, float]  # CPU seconds of the process tree by part (`process_cpu.PARTS`)
+    load: float = 0.0  # 1-minute load average as the run started
+    rest_cpu_per_s: float = 0.0  # CPU seconds a second of Ray's processes at rest (Ray only)
+    order: int = 0  # place in the plan
+
+    @property
+    def tree_cpu_s(self) -> float:
+        return sum(self.cpu.values())
 
     @property
     def busy(self) -> float:
@@ -85,15 +108,17 @@ class Run:
         return self.programs / self.wall_s / self.cpus
 
 
-def workload(per_language: int, tests: int | None) -> list[Job]:
-    """The first `per_language` programs of each language, on sample tests (None) or `tests`
-    tests cycled from the samples."""
+def workload(per_language: int, tests: int | None, languages: Sequence[str] = ()) -> list[Job]:
+    """The first `per_language` programs of each language (of `languages` only, when given),
+    on sample tests (None) or `tests` tests cycled from the samples."""
     programs = wl.equal_workload()
     chosen: list[dict[str, Any]] = []
     for lang in sorted({p["lang_cluster"] for p in programs}):
         chosen += [p for p in programs if p["lang_cluster"] == lang][:per_language]
     jobs = []
     for j in wl.jobs_for(chosen):
+        if languages and j["language"] not in languages:
+            continue
         samples = [TestCase(t["input"], tuple(t["output"])) for t in j["tests"]]
         cases = samples if tests is None else [samples[k % len(samples)] for k in range(tests)]
         jobs.append(
@@ -109,40 +134,18 @@ def workload(per_language: int, tests: int | None) -> list[Job]:
     return jobs
 
 
-def tree_cpu_s() -> float:
-    """CPU seconds of this process and every live descendant (with what they reaped), read
-    from /proc: Ray's daemons and node judges are the driver's descendants on a local cluster."""
-    tick = os.sysconf("SC_CLK_TCK")
-    parent: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        parent[int(entry.name)] = int(fields[1])
-        cpu[int(entry.name)] = sum(int(f) for f in fields[11:15]) / tick
-    mine, todo = {os.getpid()}, [os.getpid()]
-    children: dict[int, list[int]] = {}
-    for pid, ppid in parent.items():
-        children.setdefault(ppid, []).append(pid)
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in mine:
-                mine.add(child)
-                todo.append(child)
-    return sum(cpu.get(pid, 0.0) for pid in mine)
+# -- one run (in a process of its own) -----------------------------------------------------------
+
+WARM = Job("Python 3", "print(1)\n", (TestCase("", ("1",)),))
 
 
 def measure(engine: Engine, jobs: list[Job], backend: str, name: str, cpus: int) -> Run:
-    cpu0 = tree_cpu_s()
+    load = os.getloadavg()[0]
+    before = process_cpu.by_part()
     start = time.perf_counter()
     results: list[Result] = engine.judge_many(jobs)
     wall = time.perf_counter() - start
-    tree = tree_cpu_s() - cpu0
+    cpu = process_cpu.spent(before, process_cpu.by_part())
     if any(r.cached for r in results):
         raise SystemExit(f"bench: {backend} {name}: cache hits in a cold run")
     return Run(
@@ -157,32 +160,28 @@ def measure(engine: Engine, jobs: list[Job], backend: str, name: str, cpus: int)
             (r.compile.time_s if r.compile else 0.0) + sum(t.time_s for t in r.tests)
             for r in results
         ),
-        tree,
+        cpu,
+        load,
     )
 
 
-def cold_caches(root: Path, name: str) -> None:
-    """A fresh cache folder (precompiled headers, start-up files, launcher) for the next run:
-    no run profits from what an earlier one left on disk or in warm compilers."""
-    from code_eval_taskpack.execution import warm_compiler
-
-    warm_compiler.POOL.close()
-    os.environ["CODE_EVAL_CACHE"] = str(root / name)
-
-
-def local_run(jobs: list[Job], name: str, cpus: int, root: Path) -> Run:
-    cold_caches(root, f"local-{name}")
+def local_run(jobs: list[Job], name: str, cpus: int) -> Run:
+    Engine(workers=cpus, backend="local").judge(WARM)  # as Ray's warm-up, outside the timing
     return measure(Engine(workers=cpus, backend="local"), jobs, "local", name, cpus)
 
 
-def ray_run(jobs: list[Job], name: str, cpus: int, root: Path) -> Run:
+def ray_run(jobs: list[Job], name: str, cpus: int) -> Run:
     """On a local Ray cluster started for this run (its nodes see the fresh cache folder)."""
-    cold_caches(root, f"ray-{name}")
     ray = RayBackend(num_cpus=str(cpus))
     try:
-        warm = Job("Python 3", "print(1)\n", (TestCase("", ("1",)),))
-        Engine(backend=ray).judge(warm)  # the cluster and its node judges, outside the timing
-        return measure(Engine(backend=ray), jobs, "ray", name, cpus)
+        Engine(backend=ray).judge(WARM)  # the cluster and its node judges, outside the timing
+        run = measure(Engine(backend=ray), jobs, "ray", name, cpus)
+        before = process_cpu.by_part()
+        time.sleep(REST_S)
+        run.rest_cpu_per_s = sum(process_cpu.spent(before, process_cpu.by_part()).values()) / (
+            REST_S
+        )
+        return run
     finally:
         ray.close()
 
@@ -205,9 +204,8 @@ def container_jobs(jobs: list[Job]) -> tuple[list[Job], str]:
     return kept, "" if kept else f"the judge image holds none of the languages ({clusters})"
 
 
-def container_run(jobs: list[Job], name: str, cpus: int, root: Path) -> Run:
+def container_run(jobs: list[Job], name: str, cpus: int) -> Run:
     """N judge containers (started before the timing, as Ray's node judges are)."""
-    cold_caches(root, f"container-{name}")
     backend = ContainerBackend()
     try:
         warm = [Job("Python 3", f"print({k})\n", (TestCase("", (str(k),)),)) for k in range(cpus)]
@@ -217,115 +215,257 @@ def container_run(jobs: list[Job], name: str, cpus: int, root: Path) -> Run:
         backend.close()
 
 
-RUNNERS = {"local": local_run, "ray": ray_run, "container": container_run}
+RUNNERS: dict[str, Callable[[list[Job], str, int], Run]] = {
+    "local": local_run,
+    "ray": ray_run,
+    "container": container_run,
+}
 
 
-def best(runs: list[Run], backend: str, workload: str) -> Run:
-    """The least disturbed (shortest) of a backend's runs of a workload."""
-    return min(
-        (r for r in runs if (r.backend, r.workload) == (backend, workload)),
-        key=lambda r: r.wall_s,
+@dataclass(frozen=True)
+class Spec:
+    """What a run judges: the workload's programs, with sample or `tests` tests."""
+
+    per_language: int
+    tests: int | None
+    languages: tuple[str, ...] = ()
+
+    def jobs(self) -> list[Job]:
+        return workload(self.per_language, self.tests, self.languages)
+
+    def argv(self) -> list[str]:
+        out = ["--per-language", str(self.per_language)]
+        out += ["--run-tests", str(self.tests or 0), "--languages", ",".join(self.languages)]
+        return out
+
+
+def run_fresh(backend: str, name: str, spec: Spec, cpus: int, cache: Path, order: int) -> Run:
+    """One run in a fresh Python process whose `CODE_EVAL_CACHE` is the empty folder `cache`."""
+    argv = [sys.executable, str(Path(__file__).resolve()), "--one", backend, name]
+    argv += [*spec.argv(), "--cpus", str(cpus)]
+    env = {**os.environ, "CODE_EVAL_CACHE": str(cache)}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith(RUN_LINE)]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr or done.stdout)[-2000:]
+        raise SystemExit(f"bench: the {backend} {name} run failed ({done.returncode}): {tail}")
+    fields = json.loads(lines[-1][len(RUN_LINE) :])
+    return Run(**{**fields, "order": order})
+
+
+def one(argv: Sequence[str]) -> int:
+    """The child's side of `run_fresh`: judge, print the run as one JSON line."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--one", nargs=2, metavar=("BACKEND", "WORKLOAD"), required=True)
+    ap.add_argument("--per-language", type=int, required=True)
+    ap.add_argument("--run-tests", type=int, required=True)
+    ap.add_argument("--languages", default="")
+    ap.add_argument("--cpus", type=int, required=True)
+    args = ap.parse_args(argv)
+    backend, name = args.one
+    langs = tuple(x for x in args.languages.split(",") if x)
+    spec = Spec(args.per_language, args.run_tests or None, langs)
+    run = RUNNERS[backend](spec.jobs(), name, args.cpus)
+    print(RUN_LINE + json.dumps(dataclasses.asdict(run)), flush=True)
+    return 0
+
+
+# -- the report ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Pair:
+    """A round's two runs of one workload: local and the other backend."""
+
+    local: Run
+    other: Run
+
+    @property
+    def wall(self) -> float:
+        return self.other.per_core / self.local.per_core
+
+    @property
+    def cpu(self) -> float:
+        return self.local.tree_cpu_s / max(1e-9, self.other.tree_cpu_s)
+
+
+def median_run(runs: list[Run]) -> Run:
+    """The run of median wall time (the lower one of an even count)."""
+    ordered = sorted(runs, key=lambda r: r.wall_s)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def cpu_parts(r: Run) -> str:
+    per = {k: v / r.programs for k, v in r.cpu.items() if v > 0.0 or k == "programs"}
+    return ", ".join(f"{k} {v:.3f}" for k, v in per.items())
+
+
+def report(runs: list[Run]) -> None:
+    r = median_run(runs)
+    walls = sorted(x.wall_s for x in runs)
+    spread = f", {walls[0]:.1f}-{walls[-1]:.1f} s" if len(runs) > 1 else ""
+    print(
+        f"  {r.backend:9} {r.workload:9} {r.tests / r.programs:5.1f} tests/program: "
+        f"{r.wall_s:7.1f} s (median of {len(runs)}{spread}; load {r.load:.1f}), "
+        f"{r.per_core:6.3f} programs/s/core, {r.tree_cpu_s / r.programs:5.3f} CPU-s/program "
+        f"({cpu_parts(r)}), {r.busy:4.0%} of CPU time in sandboxes"
     )
 
 
-def report(r: Run, rounds: int) -> None:
-    print(
-        f"  {r.backend:9} {r.workload:9} {r.tests / r.programs:5.1f} tests/program: "
-        f"{r.wall_s:7.1f} s (best of {rounds}), {r.programs / r.wall_s:6.2f} programs/s, "
-        f"{r.per_core:6.3f} programs/s/core, {r.tree_cpu_s / r.programs:5.2f} CPU-s/program "
-        "(process tree), "
-        f"{r.busy:4.0%} of CPU time in sandboxes"
+def ratio_line(pairs: list[Pair]) -> str:
+    """The median of the rounds' ratios, with their spread and the 10% goal's verdict."""
+    walls, cpus = [p.wall for p in pairs], [p.cpu for p in pairs]
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
+    goal = "within" if wall >= 0.9 else "outside"
+    out = f"x{wall:.2f} wall ({goal} 10%"
+    if len(pairs) > 1:
+        inside = sum(w >= 0.9 for w in walls)
+        out += f"; median of {len(pairs)} rounds, x{min(walls):.2f}-x{max(walls):.2f}, "
+        out += f"{inside} of {len(pairs)} within"
+    out += ")"
+    if pairs[0].other.backend == "container":  # its programs run under the Docker daemon
+        return out + ", CPU time not counted (the containers run under the Docker daemon)"
+    out += f", x{cpu:.2f} by CPU time"
+    if len(pairs) > 1:
+        out += f" (x{min(cpus):.2f}-x{max(cpus):.2f})"
+    return out
+
+
+def rounds_table(pairs: list[Pair]) -> None:
+    for k, p in enumerate(pairs, 1):
+        first, second = sorted((p.local, p.other), key=lambda r: r.order)
+        print(
+            f"    round {k}: {first.backend} {first.wall_s:.1f} s (load {first.load:.1f}, "
+            f"{first.tree_cpu_s:.1f} CPU-s), then {second.backend} {second.wall_s:.1f} s "
+            f"(load {second.load:.1f}, {second.tree_cpu_s:.1f} CPU-s): x{p.wall:.2f} wall, "
+            f"x{p.cpu:.2f} by CPU"
+        )
+
+
+def pairs_of(runs: list[Run], backend: str, workload: str) -> list[Pair]:
+    """Each round's local run of `workload` with its `backend` run (in plan order)."""
+    mine = sorted((r for r in runs if r.workload == workload), key=lambda r: r.order)
+    local = [r for r in mine if r.backend == "local"]
+    other = [r for r in mine if r.backend == backend]
+    return [Pair(a, b) for a, b in zip(local, other, strict=True)]
+
+
+def check_verdicts(runs: list[Run], jobs: dict[str, list[Job]]) -> bool:
+    """Every run of a workload gives the verdicts of its first local run."""
+    for r in runs:
+        ref = next(x for x in runs if (x.backend, x.workload) == ("local", r.workload))
+        diff = [k for k, (x, y) in enumerate(zip(ref.verdicts, r.verdicts, strict=True)) if x != y]
+        if diff:
+            shown = [(jobs[r.workload][k].id, ref.verdicts[k], r.verdicts[k]) for k in diff[:5]]
+            print(f"bench: {r.workload}: local and {r.backend} disagree on {len(diff)}: {shown}")
+            return False
+    return True
+
+
+def rest_line(runs: list[Run]) -> str:
+    ray = [r for r in runs if r.backend == "ray"]
+    rate = statistics.median(r.rest_cpu_per_s for r in ray)
+    wall = sum(r.wall_s for r in ray)
+    tree = sum(r.tree_cpu_s for r in ray)
+    return (
+        f"  Ray's processes at rest (driver, daemons, node judge; {REST_S:.0f} s after each Ray "
+        f"run): {rate * 1000:.0f} CPU-ms per second, ~{rate * wall:.1f} CPU-s of the Ray runs' "
+        f"{tree:.1f} over their {wall:.0f} s: counted in Ray's CPU time above, not subtracted"
+    )
+
+
+def projection(c_eq: float, c_hid: float, sample_tests: float, tests: int) -> str:
+    """Core-seconds a program = fixed + per test x tests (from the two workloads), and the
+    protocol's wall time on `PROJECTED_CORES` cores from the hidden-sized cost."""
+    per_test = max(0.0, (c_hid - c_eq) / max(1e-9, tests - sample_tests))
+    fixed = max(0.0, c_eq - per_test * sample_tests)
+    wall = PROTOCOL_PROGRAMS * c_hid / PROJECTED_CORES
+    verdict = "within" if wall <= GOAL_S else "over"
+    return (
+        f"{fixed:.3f} core-s per program + {per_test * 1000:.1f} core-ms per test; "
+        f"{PROTOCOL_PROGRAMS:,} programs x {tests} tests on {PROJECTED_CORES} cores: "
+        f"{wall / 60:.1f} min ({verdict} the {GOAL_S / 60:.0f}-min goal)"
     )
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--one" in argv:
+        return one(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--per-language", type=int, default=12, help="programs per language")
     ap.add_argument("--tests", type=int, default=HIDDEN_TESTS, help="tests per program (hidden)")
     ap.add_argument("--cpus", type=int, default=len(os.sched_getaffinity(0)))
-    ap.add_argument("--rounds", type=int, default=2, help="runs per backend of the equal workload")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the equal workload")
+    ap.add_argument("--hidden-rounds", type=int, default=1, help="rounds of the hidden one")
     ap.add_argument("--no-container", action="store_true", help="leave the container backend out")
     args = ap.parse_args(argv)
-    equal, hidden = workload(args.per_language, None), workload(args.per_language, args.tests)
     cpus, rounds = args.cpus, max(1, args.rounds)
-    boxed, why = ([], "--no-container") if args.no_container else container_jobs(equal)
-    plan: list[tuple[str, str, list[Job]]] = []
-    for k in range(rounds):  # interleaved, each round in another order
-        order = [("local", equal), ("ray", equal)]
-        if boxed:
-            order += [("container", boxed), ("local", boxed)]
-        order = order[k % len(order) :] + order[: k % len(order)]
-        plan += [(b, "equal" if jobs is equal else "container", jobs) for b, jobs in order]
-    plan += [("local", "hidden", hidden), ("ray", "hidden", hidden)]
-    saved = os.environ.get("CODE_EVAL_CACHE")
+    equal, hidden = Spec(args.per_language, None), Spec(args.per_language, args.tests)
+    boxed_jobs, why = ([], "--no-container") if args.no_container else container_jobs(equal.jobs())
+    boxed = Spec(args.per_language, None, tuple(sorted({j.language for j in boxed_jobs})))
+    plan: list[tuple[str, str, Spec]] = []
+    for k in range(rounds):  # local and the other backend alternate: each round the other order
+        pair = [("local", "equal", equal), ("ray", "equal", equal)]
+        if boxed_jobs:
+            pair += [("local", "container", boxed), ("container", "container", boxed)]
+        plan += pair if k % 2 == 0 else [pair[i ^ 1] for i in range(len(pair))]
+    for k in range(max(1, args.hidden_rounds)):
+        pair = [("local", "hidden", hidden), ("ray", "hidden", hidden)]
+        plan += pair if k % 2 == 0 else pair[::-1]
     runs: list[Run] = []
+    start_load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="protocol-bench-") as tmp:
-        try:
-            for n, (backend, name, jobs) in enumerate(plan):
-                runs.append(RUNNERS[backend](jobs, f"{name}-{n}", cpus, Path(tmp)))
-                runs[-1].workload = name
-        finally:
-            if saved is None:
-                os.environ.pop("CODE_EVAL_CACHE", None)
-            else:
-                os.environ["CODE_EVAL_CACHE"] = saved
-    for r in runs:  # every run of a workload gives the verdicts of the first local run
-        ref = next(x for x in runs if (x.backend, x.workload) == ("local", r.workload))
-        diff = [k for k, (x, y) in enumerate(zip(ref.verdicts, r.verdicts, strict=True)) if x != y]
-        if diff:
-            jobs = {"equal": equal, "hidden": hidden, "container": boxed}[r.workload]
-            shown = [(jobs[k].id, ref.verdicts[k], r.verdicts[k]) for k in diff[:5]]
-            print(f"bench: {r.workload}: local and {r.backend} disagree on {len(diff)}: {shown}")
-            return 1
+        for n, (backend, name, spec) in enumerate(plan):
+            runs.append(run_fresh(backend, name, spec, cpus, Path(tmp) / f"{n}-{backend}", n))
+    jobs = {"equal": equal.jobs(), "hidden": hidden.jobs(), "container": boxed.jobs()}
+    if not check_verdicts(runs, jobs):
+        return 1
     load = os.getloadavg()
-    n = len(equal)
-    sample_tests = best(runs, "local", "equal").tests / n
+    n = len(jobs["equal"])
     print(
         f"protocol bench: {n} programs ({args.per_language} per language, 11 languages), "
-        f"{cpus} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} (1, 5, 15 min)"
+        f"{cpus} CPUs, each run a fresh process on fresh caches; load average "
+        f"{start_load[0]:.1f} {start_load[1]:.1f} {start_load[2]:.1f} at the start, "
+        f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the end (1, 5, 15 min)"
     )
     names = [("local", "equal"), ("ray", "equal")]
-    if boxed:
+    if boxed_jobs:
         names += [("local", "container"), ("container", "container")]
     names += [("local", "hidden"), ("ray", "hidden")]
     for backend, name in names:
-        report(best(runs, backend, name), rounds if name != "hidden" else 1)
-
-    def ratios(backend: str, name: str) -> str:
-        a, b = best(runs, "local", name), best(runs, backend, name)
-        goal = "within" if b.per_core >= 0.9 * a.per_core else "outside"
-        wall = f"x{b.per_core / a.per_core:.2f} wall ({goal} 10%)"
-        if backend == "container":  # its programs run under the Docker daemon, not our tree
-            return wall + ", CPU time not counted (the containers run under the Docker daemon)"
-        return wall + f", x{a.tree_cpu_s / max(1e-9, b.tree_cpu_s):.2f} by CPU time"
-
-    print(f"  ray {cpus} CPUs / local {cpus} workers, equal workload: {ratios('ray', 'equal')}")
-    if boxed:
-        langs = len({j.language for j in boxed})
+        report([r for r in runs if (r.backend, r.workload) == (backend, name)])
+    eq_pairs = pairs_of(runs, "ray", "equal")
+    print(f"  ray {cpus} CPUs / local {cpus} workers, equal workload: {ratio_line(eq_pairs)}")
+    rounds_table(eq_pairs)
+    if boxed_jobs:
+        langs = len(boxed.languages)
         print(
             f"  container {cpus} workers / local {cpus} workers, equal workload on the image's "
-            f"{langs} languages ({len(boxed)} programs): {ratios('container', 'container')}"
+            f"{langs} languages ({len(boxed_jobs)} programs): "
+            f"{ratio_line(pairs_of(runs, 'container', 'container'))}"
         )
     else:
         print(f"  container backend left out: {why}")
-    print(f"  ray / local, hidden-sized: {ratios('ray', 'hidden')}")
+    hid_pairs = pairs_of(runs, "ray", "hidden")
+    print(f"  ray / local, hidden-sized: {ratio_line(hid_pairs)}")
+    if len(hid_pairs) > 1:
+        rounds_table(hid_pairs)
+    print(rest_line(runs))
+    first = next(r for r in runs if r.workload == "equal")
+    sample_tests = first.tests / first.programs
     print(
         f"  tests per program: {args.tests} assumed for a hidden set (not in the shared data); "
         f"the sample tests are {sample_tests:.1f} a program"
     )
     for backend in ("local", "ray"):
-        eq, hid = best(runs, backend, "equal"), best(runs, backend, "hidden")
-        # core-seconds per program = fixed + per_test * tests (two points)
-        c_eq, c_hid = 1 / eq.per_core, 1 / hid.per_core
-        per_test = max(0.0, (c_hid - c_eq) / max(1e-9, args.tests - sample_tests))
-        fixed = max(0.0, c_eq - per_test * sample_tests)
-        wall = PROTOCOL_PROGRAMS * c_hid / PROJECTED_CORES
-        verdict = "within" if wall <= GOAL_S else "over"
-        print(
-            f"  {backend}: {fixed:.3f} core-s per program + {per_test * 1000:.1f} core-ms per test;"
-            f" {PROTOCOL_PROGRAMS:,} programs x {args.tests} tests on {PROJECTED_CORES} cores: "
-            f"{wall / 60:.1f} min ({verdict} the {GOAL_S / 60:.0f}-min goal)"
-        )
+        eq = median_run([r for r in runs if (r.backend, r.workload) == (backend, "equal")])
+        hid = median_run([r for r in runs if (r.backend, r.workload) == (backend, "hidden")])
+        for basis, c_eq, c_hid in (
+            ("wall", 1 / eq.per_core, 1 / hid.per_core),
+            ("CPU", eq.tree_cpu_s / eq.programs, hid.tree_cpu_s / hid.programs),
+        ):
+            print(f"  {backend} by {basis}: {projection(c_eq, c_hid, sample_tests, args.tests)}")
     return 0
 
 
