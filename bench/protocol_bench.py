@@ -399,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="rounds of the equal workload")
     ap.add_argument("--hidden-rounds", type=int, default=1, help="rounds of the hidden one")
     ap.add_argument("--no-container", action="store_true", help="leave the container backend out")
+    ap.add_argument("--runs-json", type=Path, help="also write every run (CPU by part) here")
     args = ap.parse_args(argv)
     cpus, rounds = args.cpus, max(1, args.rounds)
     equal, hidden = Spec(args.per_language, None), Spec(args.per_language, args.tests)
@@ -418,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="protocol-bench-") as tmp:
         for n, (backend, name, spec) in enumerate(plan):
             runs.append(run_fresh(backend, name, spec, cpus, Path(tmp) / f"{n}-{backend}", n))
+    if args.runs_json:
+        args.runs_json.write_text(json.dumps([dataclasses.asdict(r) for r in runs], indent=1))
     jobs = {"equal": equal.jobs(), "hidden": hidden.jobs(), "container": boxed.jobs()}
     if not check_verdicts(runs, jobs):
         return 1
