@@ -523,7 +523,9 @@ def test_the_wire_format_covers_every_result_field() -> None:
     assert set(rp._TEST_FIELDS) == {f.name for f in dataclasses.fields(TestResult)}
 
 
-def test_the_infilling_benchmark_leaves_engine_backends_alone(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_infilling_benchmark_leaves_engine_backends_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """A run of both benchmarks hands the infilling tasks xCodeEval's `exec_backend` too: it is
     never applied to them (they grade with their own grader) and is noted once per value."""
     import logging
@@ -534,7 +536,9 @@ def test_the_infilling_benchmark_leaves_engine_backends_alone(caplog: pytest.Log
     plain = grading.GradingSettings.from_kwargs({})
     with caplog.at_level(logging.WARNING, logger=grading.__name__):
         for name in ("remote", "ray", "remote"):
-            assert grading.GradingSettings.from_kwargs({"metadata": {"exec_backend": name}}) == plain
+            assert (
+                grading.GradingSettings.from_kwargs({"metadata": {"exec_backend": name}}) == plain
+            )
     notes = [r.getMessage() for r in caplog.records if "does not apply" in r.getMessage()]
     assert len(notes) == 2, notes
     assert all("sg_infilling_grader" in n for n in notes)
