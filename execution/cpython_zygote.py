@@ -13,11 +13,11 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
 
 from . import config
+from .c_binary import compile_c
 from .cache import cache_root
 
 ZYGOTE_SOURCE = Path(__file__).with_name("zygote.c")
@@ -94,25 +94,11 @@ def _build(interpreter: str) -> tuple[Path | None, str]:
     ident = [conf["full"], interpreter, str(stat.st_size), str(stat.st_mtime_ns), *flags, *libs]
     digest = hashlib.sha256(ZYGOTE_SOURCE.read_bytes() + json.dumps(ident).encode())
     folder = cache_root() / "zygote" / f"cpython-{digest.hexdigest()[:16]}"
-    target = folder / BINARY_NAME
-    if target.is_file():
-        return target, ""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         os.chmod(folder, 0o755)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".zygote-")
-        os.close(fd)
-        built = subprocess.run(
-            [cc, *flags, "-o", tmp, str(ZYGOTE_SOURCE), *libs],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if built.returncode != 0:
-            os.unlink(tmp)
-            return None, f"zygote build failed: {built.stderr.strip()[-400:]}"
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, target)
-    except (OSError, subprocess.SubprocessError) as exc:
+    except OSError as exc:
         return None, f"zygote build failed: {exc}"
-    return target, ""
+    return compile_c(
+        cc, flags, ZYGOTE_SOURCE, libs, folder / BINARY_NAME, what="zygote", timeout_s=300
+    )

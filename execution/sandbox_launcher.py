@@ -4,15 +4,14 @@ under a neutral argv with its configuration on stdin, and its `key=value` answer
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from .c_binary import compile_c
 from .cache import cache_root
 
 LAUNCHER_SOURCE = Path(__file__).with_name("launcher.c")
@@ -56,28 +55,8 @@ def _build_launcher(test_hooks: bool) -> tuple[Path | None, str]:
         flags.append("-DHAVE_SECCOMP")
         libs.append("-lseccomp")
     digest = hashlib.sha256(src + " ".join(flags + libs).encode()).hexdigest()[:16]
-    out_dir = cache_dir()
-    target = out_dir / f"launcher-{'test-' if test_hooks else ''}{digest}"
-    if target.exists():
-        return target, ""
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".launcher-")
-        os.close(fd)
-        proc = subprocess.run(
-            [cc, *flags, "-o", tmp, str(LAUNCHER_SOURCE), *libs],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if proc.returncode != 0:
-            os.unlink(tmp)
-            return None, f"launcher build failed: {proc.stderr.strip()[-400:]}"
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, target)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"launcher build failed: {exc}"
-    return target, ""
+    target = cache_dir() / f"launcher-{'test-' if test_hooks else ''}{digest}"
+    return compile_c(cc, flags, LAUNCHER_SOURCE, libs, target, what="launcher", timeout_s=120)
 
 
 def launcher_config(words: Sequence[str]) -> bytes:

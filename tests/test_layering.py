@@ -610,3 +610,20 @@ def test_the_check_catches_every_form_of_reading_an_engine_variable(tmp_path: Pa
     defined = {n.name for n in ast.walk(ast.parse(FAKE_MODULE)) if isinstance(n, ast.FunctionDef)}
     caught = {name for name in defined if name.startswith("caught_")} | {"<lambda>"}
     assert flagged == caught, (sorted(caught - flagged), sorted(flagged - caught))
+
+
+def test_the_engine_readme_names_every_module() -> None:
+    """The engine's map of files (`execution/README.md`, "Files") names each of its modules and
+    C programs, so the folder tree and its description cannot drift apart."""
+    text = (ROOT / "execution" / "README.md").read_text()
+    files = text[text.index("\n## Files\n") :]
+    files = files[: files.find("\n## ", 1)] if "\n## " in files[1:] else files
+    engine = ROOT / "execution"
+    names = {
+        p.name
+        for folder in (engine, engine / "backends")
+        for p in folder.iterdir()
+        if p.suffix in (".py", ".c") and p.name not in ("__init__.py", "__main__.py")
+    }
+    missing = sorted(n for n in names if f"`{n}`" not in files and f"/{n}`" not in files)
+    assert not missing, f"execution/README.md's Files section does not name {missing}"

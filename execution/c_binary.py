@@ -1,0 +1,45 @@
+"""Building the engine's own small C programs (the sandbox launcher, the zygotes) into the
+cache: compiled to a temporary name beside the target and renamed into place, so a reader never
+sees a half-written binary and two builders racing both end with a whole one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def compile_c(
+    cc: str,
+    flags: Sequence[str],
+    source: Path,
+    libs: Sequence[str],
+    target: Path,
+    *,
+    what: str,
+    timeout_s: float,
+) -> tuple[Path | None, str]:
+    """`target` built from `source` unless it exists: (target, "") or (None, why `what` could
+    not be built: the compiler's last words or the OS error)."""
+    if target.is_file():
+        return target, ""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}-")
+        os.close(fd)
+        built = subprocess.run(
+            [cc, *flags, "-o", tmp, str(source), *libs],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+        if built.returncode != 0:
+            os.unlink(tmp)
+            return None, f"{what} build failed: {built.stderr.strip()[-400:]}"
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, target)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"{what} build failed: {exc}"
+    return target, ""
