@@ -35,8 +35,8 @@ from typing import Any
 
 from .languages import Runtime
 from .limits import RunOverrides, cpu_count
-from .sandbox import is_system_path
 from .sandbox_launcher import DEFAULT_PATH
+from .sandbox_view import is_system_path
 from .types import EXECEVAL_VERDICTS, TestResult, Verdict
 
 MIB = 1024 * 1024

@@ -83,3 +83,11 @@ def policy_refusal(
         f"isolation policy 'required' refused to run: layers {', '.join(refused)} are not "
         f"active here (backend {backend}); choose --isolation best-effort to run without them"
     )
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (an engine failure: INFRA_ERROR, never the program's fault)."""
+
+
+class IsolationRefused(SandboxError):
+    """The policy demands a layer this host cannot give: nothing was run."""
