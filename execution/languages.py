@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config
-from .sandbox import is_system_path
+from .sandbox_view import is_system_path
 
 if sys.version_info >= (3, 11):
     import tomllib
