@@ -103,6 +103,8 @@ class Run:
     cpu: dict[str, float]  # CPU seconds of the process tree by part (`process_cpu.PARTS`)
     # per language cluster: the sandboxes' CPU seconds and the toolchain versions seen
     languages: dict[str, tuple[float, list[str]]] = dataclasses.field(default_factory=dict)
+    # per language cluster: the compiles' CPU seconds and the number of programs
+    compiles: dict[str, tuple[float, int]] = dataclasses.field(default_factory=dict)
     load: float = 0.0  # 1-minute load average as the run started
     rest_cpu_per_s: float = 0.0  # CPU seconds a second of Ray's processes at rest (Ray only)
     order: int = 0  # place in the plan
@@ -190,6 +192,17 @@ def by_language(jobs: list[Job], results: list[Result]) -> dict[str, tuple[float
     return {c: (cpu[c], sorted(versions[c])) for c in cpu}
 
 
+def compiles_by_language(jobs: list[Job], results: list[Result]) -> dict[str, tuple[float, int]]:
+    """Per language cluster: the compiles' CPU seconds of a run and its number of programs
+    (an interpreted language's programs compile nothing: 0 seconds)."""
+    out: dict[str, tuple[float, int]] = {}
+    for job, r in zip(jobs, results, strict=True):
+        cluster = resolve(job.language).cluster
+        spent, count = out.get(cluster, (0.0, 0))
+        out[cluster] = (spent + (r.compile.time_s if r.compile else 0.0), count + 1)
+    return out
+
+
 def measure(
     engine: Engine,
     jobs: list[Job],
@@ -224,6 +237,7 @@ def measure(
         ),
         cpu,
         by_language(jobs, results),
+        compiles_by_language(jobs, results),
         load,
     )
 
@@ -328,7 +342,8 @@ def run_fresh(
         raise SystemExit(f"bench: the {backend} {name} run failed ({done.returncode}): {tail}")
     fields = json.loads(lines[-1][len(RUN_LINE) :])
     langs = {c: (float(v[0]), list(v[1])) for c, v in fields.pop("languages").items()}
-    return Run(**{**fields, "languages": langs, "order": order})
+    compiles = {c: (float(v[0]), int(v[1])) for c, v in fields.pop("compiles").items()}
+    return Run(**{**fields, "languages": langs, "compiles": compiles, "order": order})
 
 
 def one(argv: Sequence[str]) -> int:
@@ -500,6 +515,34 @@ def projection(c_eq: float, c_hid: float, sample_tests: float, tests: int) -> st
     )
 
 
+def compile_floor(runs: list[Run]) -> str:
+    """What the compiles alone cost the protocol: the mean compile CPU of a program with the
+    languages weighted equally (the protocol judges as many programs of each), over the local
+    runs of the equal workload, times the protocol's programs, spread over the projected cores.
+    No backend and no tests-per-program figure takes a protocol below it."""
+    spent: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for r in runs:
+        if (r.backend, r.workload) != ("local", "equal"):
+            continue
+        for cluster, (s, n) in r.compiles.items():
+            spent[cluster] = spent.get(cluster, 0.0) + s
+            count[cluster] = count.get(cluster, 0) + n
+    per = {c: spent[c] / count[c] for c in sorted(spent) if count[c]}
+    mean = statistics.fmean(per.values()) if per else 0.0
+    wall = PROTOCOL_PROGRAMS * mean / PROJECTED_CORES
+    shown = ", ".join(f"{c} {v * 1000:.0f}" for c, v in per.items())
+    runs_of = sum(1 for r in runs if (r.backend, r.workload) == ("local", "equal"))
+    each = max(count.values(), default=0) // max(1, runs_of)
+    return (
+        f"  compiles alone (local, equal workload, {each} programs a language a run, the "
+        f"compile servers' warm-up included; CPU-ms per program: {shown}): mean "
+        f"{mean:.3f} core-s per program with the {len(per)} languages weighted equally; "
+        f"{PROTOCOL_PROGRAMS:,} programs on {PROJECTED_CORES} cores: {wall / 60:.1f} min "
+        f"before any test runs"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--one" in argv:
@@ -612,6 +655,7 @@ def main(argv: list[str] | None = None) -> int:
             ("CPU", eq.tree_cpu_s / eq.programs, hid.tree_cpu_s / hid.programs),
         ):
             print(f"  {backend} by {basis}: {projection(c_eq, c_hid, sample_tests, args.tests)}")
+    print(compile_floor(runs))
     return 0
 
 
