@@ -87,9 +87,26 @@ def test_the_program_observes_what_a_cold_start_gives() -> None:
         assert a["pypy"][2:5] == [True, True, True]
 
 
-@pytest.mark.parametrize("name", sorted(ENDINGS))
+#: and where the script runs: the interpreter's frames below it, its file and path
+PYPY_ENDINGS = ENDINGS | {
+    "stack": (
+        "import inspect, os, sys, traceback\n"
+        "print(len(inspect.stack()), repr(sys._getframe().f_back), traceback.format_stack())\n"
+        "print(__file__, os.path.abspath(__file__), sys.path[0], __name__, __package__)\n"
+    ),
+    "multiprocessing": (
+        "import multiprocessing as mp\n"
+        "def sq(x):\n    return x * x\n"
+        "if __name__ == '__main__':\n"
+        "    with mp.get_context('fork').Pool(2) as p:\n        print(p.map(sq, range(5)))\n"
+    ),
+    "input": "a = input()\nb = input()\nprint(a[::-1], b)\ninput()\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PYPY_ENDINGS))
 def test_endings_match_cold(name: str) -> None:
-    pair = Pair(ENDINGS[name])
+    pair = Pair(PYPY_ENDINGS[name])
     inputs = [b"1 2 3\nabc\n", b"4 5\n"]
     cold, warm = pair.cold(inputs), pair.warm(inputs)
     assert [observed(o) for o in cold] == [observed(o) for o in warm]
@@ -156,7 +173,7 @@ def test_the_judge_runs_pypy_warm_and_the_switch_restores_cold(
 # -- hostile programs -------------------------------------------------------------------------
 
 
-def _kill_and_judge(sig: str, note: str) -> None:
+def _kill_and_judge(sig: str, notes: set[str]) -> None:
     src = FIND_ZYGOTE + (
         "import signal, sys\nz = zygote()\ndata = sys.stdin.read()\n"
         f"if data == 'attack' and z:\n    os.kill(z, signal.{sig})\n"
@@ -169,15 +186,16 @@ def _kill_and_judge(sig: str, note: str) -> None:
     assert [o.stdout for o in warm] == [b"attack True\n", b"next False\n", b"last False\n"]
     assert [o.stdout for o in cold] == [b"attack False\n", b"next False\n", b"last False\n"]
     assert all(o.exit_code == 0 and not o.error for o in warm)
-    assert pair.notes[1] == note
+    assert pair.notes[1] in notes  # the second test ran cold, and so did every later one
 
 
 def test_a_program_that_kills_its_zygote_leaves_later_tests_judged_cold() -> None:
-    _kill_and_judge("SIGKILL", "gone")
+    # init finds the zygote reaped, or (a large process still being torn down) its socket closed
+    _kill_and_judge("SIGKILL", {"gone", "no_process"})
 
 
 def test_a_program_that_stops_its_zygote_leaves_later_tests_judged_cold() -> None:
-    _kill_and_judge("SIGSTOP", "not_waiting")
+    _kill_and_judge("SIGSTOP", {"not_waiting"})
 
 
 def test_the_zygote_is_out_of_reach() -> None:
