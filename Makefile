@@ -151,3 +151,4 @@ bench: install
 	$(PYTHON) bench/warm_compilers_bench.py --quick
 	SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/startup_floors_bench.py --quick
 	SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/zygote_bench.py --quick
+	SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/zygote_bench.py --quick --language "PyPy 3"

@@ -1,12 +1,13 @@
-"""CPython tests forked from the zygote against cold interpreter starts, in one run.
+"""CPython or PyPy 3 tests forked from the zygote against cold interpreter starts, in one run.
 
     python bench/zygote_bench.py [--quick] [--tests 40] [--workers 1] [--repeat 1]
+                                 [--language "Python 3" | "PyPy 3"]
 
 1. Per-test cost inside one sandbox (the engine's `Sandbox.run` round trip, median of --tests):
-   the fork floor (a trivial C program), Python 3 cold (the catalog's run argv), Python 3 warm
+   the fork floor (a trivial C program), the language cold (the catalog's run argv), and warm
    (forked from the zygote). Figures: milliseconds, warm minus floor, cold / warm.
 2. The 106 Python programs of the judge-speed workload (the shared ChatGPT programs with their
-   sample tests), judged with CODE_EVAL_ZYGOTE=0, =1, =1, =0, no caches: mean wall seconds, the
+   sample tests) run as the language, judged with CODE_EVAL_ZYGOTE=0, =1, =1, =0, no caches: mean wall seconds, the
    ratio, and whether every verdict is identical in all four rounds. `--repeat N` gives every
    program each sample test N times (as many tests as xCodeEval's hidden unit tests have). `--quick` judges the first 30.
 The machine's load (`uptime`) is printed before and after: ratios are what this bench says,
@@ -60,20 +61,20 @@ def _median_ms(box: Sandbox, argv: list[str], n: int, warm: bool) -> float:
     return statistics.median(times) * 1000
 
 
-def per_test_costs(n: int) -> dict[str, float]:
+def per_test_costs(n: int, language: str = "Python 3") -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)  # the sandbox's uid executes the floor program from there
         c_src = Path(tmp, "floor.c")
         c_src.write_text("int main(void) { return 0; }\n")
         floor = Path(tmp, "floor")
         subprocess.run(["gcc", "-O2", "-o", str(floor), str(c_src)], check=True)
-        runtime = resolve("Python 3")
-        job = Job(language="Python 3", source_code=PYTHON_SRC, tests=())
+        runtime = resolve(language)
+        job = Job(language=language, source_code=PYTHON_SRC, tests=())
         values = source_layout(runtime, PYTHON_SRC) | {"memory_mb": "256"}
         with config.using(config.EngineConfig(zygote=True)):
             plan = build_plan(runtime, job, Host(LocalBackend(), "required", None), values, "")
         if not plan.warm_start:
-            raise SystemExit("no zygote for Python 3 on this host")
+            raise SystemExit(f"no zygote for {language} on this host")
         argv = runtime.expand(plan.run_argv, **plan.values)
         folder = SharedFolder(tmp)
         files = {"main.py": PYTHON_SRC.encode()}
@@ -89,12 +90,12 @@ def per_test_costs(n: int) -> dict[str, float]:
     return {"floor": fork_floor, "cold": cold, "warm": warm}
 
 
-def _jobs(count: int | None, repeat: int = 1) -> list[Job]:
+def _jobs(count: int | None, repeat: int = 1, language: str = "Python 3") -> list[Job]:
     programs = [p for p in judge_workload.shared_programs() if p["lang_cluster"] == "Python"]
     rows = judge_workload.jobs_for(programs)[:count]
     return [
         Job(
-            language="Python 3",
+            language=language,
             source_code=r["source_code"],
             tests=tuple(TestCase.from_dict(t) for t in r["tests"]) * repeat,
             time_limit_s=r["time_limit_s"],
@@ -106,7 +107,7 @@ def _jobs(count: int | None, repeat: int = 1) -> list[Job]:
 
 
 def judge_all(jobs: list[Job], zygote: bool, workers: int) -> tuple[float, list[str]]:
-    runtime = resolve("Python 3")
+    runtime = resolve(jobs[0].language)
     backend = LocalBackend()
     switches = config.EngineConfig(zygote=zygote)
 
@@ -129,17 +130,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=1, help="each sample test N times (hidden tests are many)"
     )
+    parser.add_argument("--language", default="Python 3", choices=("Python 3", "PyPy 3"))
     args = parser.parse_args(argv)
     n = 20 if args.quick else args.tests
     print(f"load before: {uptime()}")
-    costs = per_test_costs(n)
+    costs = per_test_costs(n, args.language)
     print(
         f"per test (median of {n}, ms): fork floor {costs['floor']:.2f}  "
-        f"Python 3 cold {costs['cold']:.2f}  warm {costs['warm']:.2f}  "
+        f"{args.language} cold {costs['cold']:.2f}  warm {costs['warm']:.2f}  "
         f"(warm - floor {costs['warm'] - costs['floor']:.2f} ms, "
         f"cold / warm {costs['cold'] / costs['warm']:.2f}x)"
     )
-    jobs = _jobs(30 if args.quick else None, args.repeat)
+    jobs = _jobs(30 if args.quick else None, args.repeat, args.language)
     judge_all(jobs[:2], True, 1)  # build the zygote and the bytecode once, outside the figures
     # cold, warm, warm, cold: what drifts with the load weighs on both alike
     cold_s, cold_v = judge_all(jobs, False, args.workers)
@@ -151,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         len({a, b, c, d}) == 1 for a, b, c, d in zip(cold_v, warm_v, warm2_v, cold2_v, strict=True)
     )
     print(
-        f"{len(jobs)} Python programs, {sum(len(j.tests) for j in jobs)} tests, "
+        f"{len(jobs)} Python programs as {args.language}, {sum(len(j.tests) for j in jobs)} tests, "
         f"{args.workers} worker(s), mean of 2 rounds: cold {cold_s:.2f}s  warm {warm_s:.2f}s  "
         f"cold / warm {cold_s / warm_s:.2f}x  identical verdicts {same}/{len(jobs)}"
     )

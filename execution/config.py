@@ -63,8 +63,8 @@ SWITCHES: tuple[Switch, ...] = (
     ),
     Switch(
         "zygote", "CODE_EVAL_ZYGOTE", bool, True,
-        "CPython tests forked from one pre-initialised interpreter per program (else each test "
-        "starts its interpreter cold)",
+        "CPython and PyPy 3 tests forked from one pre-initialised interpreter per program (else "
+        "each test starts its interpreter cold)",
     ),
     Switch(
         "warm_servers", "CODE_EVAL_WARM_SERVERS", int, 1,

@@ -21,6 +21,8 @@ from .c_binary import compile_c
 from .cache import cache_root
 
 ZYGOTE_SOURCE = Path(__file__).with_name("zygote.c")
+#: the zygotes' side of init's protocol, included by zygote.c and pypy_zygote.c
+PROTOCOL_SOURCE = Path(__file__).with_name("zygote_protocol.h")
 #: the file name of the binary in its folder
 BINARY_NAME = "zygote"
 
@@ -92,7 +94,9 @@ def _build(interpreter: str) -> tuple[Path | None, str]:
     libs += [*conf["LIBS"].split(), *conf["SYSLIBS"].split(), *conf["MODLIBS"].split()]
     stat = library.stat()
     ident = [conf["full"], interpreter, str(stat.st_size), str(stat.st_mtime_ns), *flags, *libs]
-    digest = hashlib.sha256(ZYGOTE_SOURCE.read_bytes() + json.dumps(ident).encode())
+    digest = hashlib.sha256(
+        ZYGOTE_SOURCE.read_bytes() + PROTOCOL_SOURCE.read_bytes() + json.dumps(ident).encode()
+    )
     folder = cache_root() / "zygote" / f"cpython-{digest.hexdigest()[:16]}"
     try:
         folder.mkdir(parents=True, exist_ok=True)

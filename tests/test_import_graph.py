@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "execution"
 #: modules of the toolchain speed-ups, which the runner must reach only through the strategies
-SPEED_UPS = ("pch", "go_direct", "startup", "warm_compiler", "cpython_zygote")
+SPEED_UPS = ("pch", "go_direct", "startup", "warm_compiler", "cpython_zygote", "pypy_zygote")
 CONCRETE_BACKENDS = ("LocalBackend", "RemoteBackend", "RayBackend", "ContainerBackend")
 
 

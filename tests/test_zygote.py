@@ -37,22 +37,22 @@ def cpython() -> None:
     require(iso.namespaces and iso.cgroups, "the zygote needs namespaces and cgroups")
 
 
-def plan_for(src: str) -> tuple[BuildPlan, list[str]]:
-    runtime = resolve("Python 3")
-    job = Job(language="Python 3", source_code=src, tests=())
+def plan_for(src: str, language: str = "Python 3") -> tuple[BuildPlan, list[str]]:
+    runtime = resolve(language)
+    job = Job(language=language, source_code=src, tests=())
     values = source_layout(runtime, src)
     values["memory_mb"] = "256"
     with config.using(config.EngineConfig(zygote=True)):
         plan = build_plan(runtime, job, Host(LocalBackend(), "required", None), values, "")
-    assert plan.warm_start, f"no zygote for Python 3: {plan.applied}"
+    assert plan.warm_start, f"no zygote for {language}: {plan.applied}"
     return plan, runtime.expand(plan.run_argv, **plan.values)
 
 
 class Pair:
     """One program run cold in one sandbox and warm in another (same files, same argv)."""
 
-    def __init__(self, src: str, limits: Limits = LIMITS) -> None:
-        self.plan, self.argv = plan_for(src)
+    def __init__(self, src: str, limits: Limits = LIMITS, language: str = "Python 3") -> None:
+        self.plan, self.argv = plan_for(src, language)
         self.src = src
         self.limits = limits
         self.env = default_env("/box")
@@ -232,9 +232,12 @@ def test_endings_match_cold(name: str) -> None:
 # -- the shared ChatGPT programs --------------------------------------------------------------
 
 
-def shared_python_jobs() -> Iterator[tuple[str, str, list[TestCase], Limits]]:
-    """The shared Python programs with their sample tests and the judge's limits for them."""
-    runtime = resolve("Python 3")
+def shared_python_jobs(
+    language: str = "Python 3",
+) -> Iterator[tuple[str, str, list[TestCase], Limits]]:
+    """The shared Python programs with their sample tests and the judge's limits for them, as
+    `language` runs them."""
+    runtime = resolve(language)
     programs = [p for p in judge_workload.shared_programs() if p["lang_cluster"] == "Python"]
     for job in judge_workload.jobs_for(programs):
         tests = [TestCase.from_dict(t) for t in job["tests"]]

@@ -87,6 +87,7 @@ STRATEGIES: dict[str, str] = {
     "warm_compiler": ".warm:WarmCompiler",
     "jvm_cds": ".class_data:JvmClassData",
     "zygote": ".zygote:CPythonZygote",
+    "pypy_zygote": ".zygote:PyPyZygote",
 }
 _loaded: dict[str, Strategy] = {}
 

@@ -1,19 +1,22 @@
-"""Strategy: CPython tests forked from one pre-initialised interpreter per program (the zygote,
-`zygote.c`, started in the program's own sandbox by `Session.start_warm`).
+"""Strategies: CPython and PyPy 3 tests forked from one pre-initialised interpreter per program
+(the zygote, `zygote.c` and `pypy_zygote.c`, started in the program's own sandbox by
+`Session.start_warm`).
 
-What a program can tell of it (README, "CPython zygote"): /proc/self/exe names the zygote
-binary, RLIMIT_NPROC is one higher (the zygote is a process of the uid), /proc lists the zygote,
-the tests of a program share one hash seed and address layout; its start-up CPU and wall are
-counted into every warm test's."""
+What a program can tell of it (README, "CPython zygote" and "PyPy zygote"): /proc/self/exe names
+the zygote binary, RLIMIT_NPROC is one higher (the zygote is a process of the uid), /proc lists
+the zygote, the tests of a program share one hash seed and address layout; its start-up CPU and
+wall are counted into every warm test's."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from pathlib import Path
 
-from .. import config
-from ..cpython_zygote import enabled, zygote_binary
+from .. import config, cpython_zygote, pypy_zygote
+from ..cpython_zygote import enabled
 from ..host_probe import host_isolation
-from ..languages import Runtime
+from ..languages import Runtime, catalog_commands
 from ..sandbox import SharedFolder
 from ..types import Job
 from . import BuildPlan, Host
@@ -22,26 +25,41 @@ log = logging.getLogger(__name__)
 
 
 class CPythonZygote:
-    """Applies with the switch on, on a backend whose sessions are this host's sandbox, on a
-    host with namespaces and cgroups (the sandbox init supervises the forked tests as cold ones);
-    without a zygote binary for the runtime's interpreter every test stays cold."""
+    """Applies with the switch on, to the registry's own run argv (a client's custom command or
+    flags turn it off, as every speed-up), on a backend whose sessions are this host's sandbox,
+    on a host with namespaces and cgroups (the sandbox init supervises the forked tests as cold
+    ones); without a zygote binary for the runtime's interpreter every test stays cold."""
+
+    #: the strategy's name in the catalog (and in `BuildPlan.applied`)
+    name = "zygote"
+    #: the zygote of an interpreter: (binary, "") or (None, why there is none)
+    binary: Callable[[str], tuple[Path | None, str]] = staticmethod(cpython_zygote.zygote_binary)
 
     def applies(self, runtime: Runtime, job: Job, host: Host) -> bool:
         if not enabled() or config.current().classic_build or not host.backend.warm_starts():
+            return False
+        if not catalog_commands(runtime):
             return False
         iso = host_isolation()
         return iso.namespaces and iso.cgroups and runtime.binary is not None
 
     def apply(self, plan: BuildPlan, runtime: Runtime, job: Job, host: Host) -> BuildPlan:
         assert runtime.binary is not None
-        made, why = zygote_binary(runtime.binary)
+        made, why = self.binary(runtime.binary)
         if made is None:
             log.info("%s: tests start cold: %s", runtime.name, why)
             return plan
         folder = SharedFolder(str(made.parent))
         return plan.changed(
-            "zygote",
+            self.name,
             warm_start=folder.inside_of(made),
             ours=(*plan.ours, made),
             ro_paths=(*plan.ro_paths, folder),
         )
+
+
+class PyPyZygote(CPythonZygote):
+    """The same for PyPy 3: a zygote that is PyPy's own main with a seam at the script's open."""
+
+    name = "pypy_zygote"
+    binary = staticmethod(pypy_zygote.zygote_binary)

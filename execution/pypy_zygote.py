@@ -1,0 +1,130 @@
+"""The PyPy zygote (`pypy_zygote.c`): built once per source and interpreter into the cache,
+linked with the very libpypy the interpreter loads, so that it is the interpreter the cold
+command runs with one seam added (the script's first open).
+
+The binary lives alone in a folder named by its content hash, which a sandbox shows as a
+`SharedFolder`; the sandbox init executes it with the cold command's argv (see launcher.c, frame
+words Z and W, the contract in zygote.c and the differences in pypy_zygote.c).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+from .c_binary import compile_c
+from .cache import cache_root
+from .cpython_zygote import BINARY_NAME, PROTOCOL_SOURCE, _is_pie
+
+ZYGOTE_SOURCE = Path(__file__).with_name("pypy_zygote.c")
+#: the one function Debian's pypy3 main calls (its whole body), which the zygote calls too
+ENTRY = "pypy_main_startup"
+#: the C library's functions opening a file by name that pypy_zygote.c defines (its seam)...
+SEAMS = {"open", "open64", "openat", "openat64", "fopen", "fopen64"}
+#: ...and those it does not: a libpypy calling one of these gets no zygote
+UNSEEN_OPENS = {"__open_2", "__open64_2", "__openat_2", "__openat64_2", "creat", "creat64"}
+#: what else such a main imports (the C runtime's start and its weak hooks)
+C_START = {
+    "__libc_start_main",
+    "__cxa_finalize",
+    "__gmon_start__",
+    "_ITM_deregisterTMCloneTable",
+    "_ITM_registerTMCloneTable",
+}
+
+_lock = threading.Lock()
+_built: dict[str, tuple[Path | None, str]] = {}
+
+
+def zygote_binary(interpreter: str) -> tuple[Path | None, str]:
+    """The zygote of the PyPy at `interpreter` (an absolute path), built once and cached:
+    (path, "") or (None, why it cannot be had here, e.g. an interpreter not linked with libpypy)."""
+    with _lock:
+        if interpreter not in _built:
+            _built[interpreter] = _build(interpreter)
+        return _built[interpreter]
+
+
+def _imports(binary: str) -> tuple[set[str], str]:
+    """The functions `binary` takes from shared libraries (as `nm` lists them), or why unknown."""
+    nm = shutil.which("nm")
+    if nm is None:
+        return set(), "no nm (binutils) to read the interpreter's imports"
+    try:
+        proc = subprocess.run(
+            [nm, "-D", "--undefined-only", binary], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return set(), f"nm {binary}: {exc}"
+    if proc.returncode != 0:
+        return set(), f"nm {binary}: {proc.stderr.strip()[-200:]}"
+    return {line.split()[-1].partition("@")[0] for line in proc.stdout.splitlines() if line}, ""
+
+
+def _libpypy(interpreter: str) -> tuple[Path | None, str]:
+    """The libpypy the dynamic loader gives `interpreter` (as `ldd` resolves it)."""
+    try:
+        proc = subprocess.run(["ldd", interpreter], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"ldd {interpreter}: {exc}"
+    found = []
+    for line in proc.stdout.splitlines():
+        name, arrow, rest = line.strip().partition(" => ")
+        if arrow and name.startswith("libpypy") and rest.split():
+            found.append(Path(rest.split()[0]))
+    if len(found) != 1 or not found[0].is_file():
+        return None, f"{interpreter} is not linked with one libpypy ({found or proc.stdout[-200:]})"
+    return found[0], ""
+
+
+def _build(interpreter: str) -> tuple[Path | None, str]:
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        return None, "no C compiler to build the zygote"
+    calls, why = _imports(interpreter)
+    # the interpreter is a main around libpypy's entry point and nothing else, as the zygote is
+    if calls != {ENTRY} | (calls & C_START):
+        others = sorted(calls - C_START)[:4]
+        return None, why or f"{interpreter} is not a main calling {ENTRY} only: {others}"
+    library, why = _libpypy(interpreter)
+    if library is None:
+        return None, why
+    # the seam sees every open of libpypy's only if it opens files by the functions it defines
+    opens, why = _imports(str(library))
+    if not opens & SEAMS or opens & UNSEEN_OPENS:
+        return None, why or f"{library} opens files by {sorted(opens & UNSEEN_OPENS)}"
+    try:
+        proc = subprocess.run(
+            [interpreter, "-S", "-c", "import sys; print(sys.version)"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"{interpreter} did not say its version: {exc}"
+    if proc.returncode != 0 or "PyPy" not in proc.stdout:
+        return None, f"{interpreter} is not PyPy: {proc.stdout[-200:]}{proc.stderr[-200:]}"
+    # -rdynamic: libpypy's calls of the open functions bind to the zygote's
+    flags = ["-O2", "-Wall", "-s", "-rdynamic"]
+    if not _is_pie(interpreter):
+        flags.append("-no-pie")
+    libs = [str(library)]
+    stat = library.stat()
+    ident = [proc.stdout, interpreter, str(stat.st_size), str(stat.st_mtime_ns), *flags, *libs]
+    digest = hashlib.sha256(
+        ZYGOTE_SOURCE.read_bytes() + PROTOCOL_SOURCE.read_bytes() + json.dumps(ident).encode()
+    )
+    folder = cache_root() / "zygote" / f"pypy-{digest.hexdigest()[:16]}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o755)
+    except OSError as exc:
+        return None, f"zygote build failed: {exc}"
+    return compile_c(
+        cc, flags, ZYGOTE_SOURCE, libs, folder / BINARY_NAME, what="pypy zygote", timeout_s=300
+    )
