@@ -11,6 +11,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
+def is_pie(path: str) -> bool:
+    """An ELF executable of type ET_DYN (position independent): a program linked into an
+    interpreter's place must be built as the interpreter was (-no-pie otherwise)."""
+    with open(path, "rb") as f:
+        head = f.read(18)
+    return head[:4] == b"\x7fELF" and int.from_bytes(head[16:18], "little") == 3
+
+
 def compile_c(
     cc: str,
     flags: Sequence[str],

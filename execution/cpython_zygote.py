@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 from . import config
-from .c_binary import compile_c
+from .c_binary import compile_c, is_pie
 from .cache import cache_root
 
 ZYGOTE_SOURCE = Path(__file__).with_name("zygote.c")
@@ -53,13 +53,6 @@ def zygote_binary(interpreter: str) -> tuple[Path | None, str]:
         return _built[interpreter]
 
 
-def _is_pie(path: str) -> bool:
-    """An ELF executable of type ET_DYN (position independent), as the linker must make ours."""
-    with open(path, "rb") as f:
-        head = f.read(18)
-    return head[:4] == b"\x7fELF" and int.from_bytes(head[16:18], "little") == 3
-
-
 def _header_version(include: str) -> str:
     for line in Path(include, "patchlevel.h").read_text(errors="replace").splitlines():
         parts = line.split()
@@ -88,7 +81,7 @@ def _build(interpreter: str) -> tuple[Path | None, str]:
     if _header_version(include) != conf["version"]:
         return None, f"headers in {include} are not those of {interpreter} {conf['version']}"
     flags = ["-O2", "-Wall", "-s", f"-I{include}"]
-    if not _is_pie(interpreter):
+    if not is_pie(interpreter):
         flags.append("-no-pie")  # the static library is built like the interpreter
     libs = [str(library), *conf["LINKFORSHARED"].split()]
     libs += [*conf["LIBS"].split(), *conf["SYSLIBS"].split(), *conf["MODLIBS"].split()]

@@ -17,9 +17,9 @@ import subprocess
 import threading
 from pathlib import Path
 
-from .c_binary import compile_c
+from .c_binary import compile_c, is_pie
 from .cache import cache_root
-from .cpython_zygote import BINARY_NAME, PROTOCOL_SOURCE, _is_pie
+from .cpython_zygote import BINARY_NAME, PROTOCOL_SOURCE
 
 ZYGOTE_SOURCE = Path(__file__).with_name("pypy_zygote.c")
 #: the one function Debian's pypy3 main calls (its whole body), which the zygote calls too
@@ -111,7 +111,7 @@ def _build(interpreter: str) -> tuple[Path | None, str]:
         return None, f"{interpreter} is not PyPy: {proc.stdout[-200:]}{proc.stderr[-200:]}"
     # -rdynamic: libpypy's calls of the open functions bind to the zygote's
     flags = ["-O2", "-Wall", "-s", "-rdynamic"]
-    if not _is_pie(interpreter):
+    if not is_pie(interpreter):
         flags.append("-no-pie")
     libs = [str(library)]
     stat = library.stat()
