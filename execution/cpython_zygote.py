@@ -87,15 +87,22 @@ def _build(interpreter: str) -> tuple[Path | None, str]:
     libs += [*conf["LIBS"].split(), *conf["SYSLIBS"].split(), *conf["MODLIBS"].split()]
     stat = library.stat()
     ident = [conf["full"], interpreter, str(stat.st_size), str(stat.st_mtime_ns), *flags, *libs]
+    return build_zygote("cpython", ZYGOTE_SOURCE, ident, cc, flags, libs)
+
+
+def build_zygote(
+    kind: str, source: Path, ident: list[str], cc: str, flags: list[str], libs: list[str]
+) -> tuple[Path | None, str]:
+    """A zygote binary in a cache folder of its own, named by `kind` and the hash of its
+    sources and `ident` (what makes it that interpreter's: its build, path, library, flags)."""
     digest = hashlib.sha256(
-        ZYGOTE_SOURCE.read_bytes() + PROTOCOL_SOURCE.read_bytes() + json.dumps(ident).encode()
+        source.read_bytes() + PROTOCOL_SOURCE.read_bytes() + json.dumps(ident).encode()
     )
-    folder = cache_root() / "zygote" / f"cpython-{digest.hexdigest()[:16]}"
+    folder = cache_root() / "zygote" / f"{kind}-{digest.hexdigest()[:16]}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         os.chmod(folder, 0o755)
     except OSError as exc:
         return None, f"zygote build failed: {exc}"
-    return compile_c(
-        cc, flags, ZYGOTE_SOURCE, libs, folder / BINARY_NAME, what="zygote", timeout_s=300
-    )
+    what = "zygote" if kind == "cpython" else f"{kind} zygote"
+    return compile_c(cc, flags, source, libs, folder / BINARY_NAME, what=what, timeout_s=300)

@@ -9,17 +9,13 @@ words Z and W, the contract in zygote.c and the differences in pypy_zygote.c).
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import shutil
 import subprocess
 import threading
 from pathlib import Path
 
-from .c_binary import compile_c, is_pie
-from .cache import cache_root
-from .cpython_zygote import BINARY_NAME, PROTOCOL_SOURCE
+from .c_binary import is_pie
+from .cpython_zygote import build_zygote
 
 ZYGOTE_SOURCE = Path(__file__).with_name("pypy_zygote.c")
 #: the one function Debian's pypy3 main calls (its whole body), which the zygote calls too
@@ -116,15 +112,4 @@ def _build(interpreter: str) -> tuple[Path | None, str]:
     libs = [str(library)]
     stat = library.stat()
     ident = [proc.stdout, interpreter, str(stat.st_size), str(stat.st_mtime_ns), *flags, *libs]
-    digest = hashlib.sha256(
-        ZYGOTE_SOURCE.read_bytes() + PROTOCOL_SOURCE.read_bytes() + json.dumps(ident).encode()
-    )
-    folder = cache_root() / "zygote" / f"pypy-{digest.hexdigest()[:16]}"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        os.chmod(folder, 0o755)
-    except OSError as exc:
-        return None, f"zygote build failed: {exc}"
-    return compile_c(
-        cc, flags, ZYGOTE_SOURCE, libs, folder / BINARY_NAME, what="pypy zygote", timeout_s=300
-    )
+    return build_zygote("pypy", ZYGOTE_SOURCE, ident, cc, flags, libs)
