@@ -7,9 +7,10 @@
    the fork floor (a trivial C program), the language cold (the catalog's run argv), and warm
    (forked from the zygote). Figures: milliseconds, warm minus floor, cold / warm.
 2. The 106 Python programs of the judge-speed workload (the shared ChatGPT programs with their
-   sample tests) run as the language, judged with CODE_EVAL_ZYGOTE=0, =1, =1, =0, no caches: mean wall seconds, the
-   ratio, and whether every verdict is identical in all four rounds. `--repeat N` gives every
-   program each sample test N times (as many tests as xCodeEval's hidden unit tests have). `--quick` judges the first 30.
+   sample tests) run as the language, judged with CODE_EVAL_ZYGOTE=0, =1, =1, =0, no caches:
+   mean wall seconds, the ratio, and whether every verdict is identical in all four rounds.
+   `--repeat N` gives every program each sample test N times (as many tests as xCodeEval's
+   hidden unit tests have). `--quick` judges the first 30.
 The machine's load (`uptime`) is printed before and after: ratios are what this bench says,
 absolute figures move with the load.
 """

@@ -3,7 +3,8 @@ the interpreter's own static library, so that it is the very interpreter the col
 
 The binary lives alone in a folder named by its content hash, which a sandbox shows as a
 `SharedFolder`; the sandbox init executes it with the cold command's argv (see launcher.c, frame
-words Z and W, and the contract in zygote.c).
+words Z and W, and the contract in zygote.c). `build_zygote` is the cache build both zygotes'
+builders end with (this one and `pypy_zygote.py`).
 """
 
 from __future__ import annotations

@@ -11,24 +11,26 @@ import pytest
 
 from code_eval_taskpack.execution import Job, config
 from code_eval_taskpack.execution.backends.local import LocalBackend
-from code_eval_taskpack.execution.host_probe import host_isolation
 from code_eval_taskpack.execution.languages import resolve
 from code_eval_taskpack.execution.limits import Limits
 from code_eval_taskpack.execution.sandbox import Sandbox
 from code_eval_taskpack.execution.strategies import Host
-from tests.conftest import require, require_binary
-from tests.test_zygote import ENDINGS, PROBE, observed, probe_cold_and_warm
+from tests.test_zygote import (
+    ENDINGS,
+    LIMITS,
+    PROBE,
+    observed,
+    probe_cold_and_warm,
+    require_zygote_host,
+)
 from tests.test_zygote import Pair as CPythonPair
 
 PYPY = "PyPy 3"
-LIMITS = Limits(cpu_s=2, wall_s=10, memory_mb=256)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def pypy() -> None:
-    require_binary("pypy3")
-    iso = host_isolation()
-    require(iso.namespaces and iso.cgroups, "the zygote needs namespaces and cgroups")
+    require_zygote_host("pypy3")
 
 
 class Pair(CPythonPair):

@@ -31,21 +31,27 @@ import judge_workload
 LIMITS = Limits(cpu_s=2, wall_s=10, memory_mb=256)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cpython() -> None:
-    require_binary("python3")
+def require_zygote_host(binary: str) -> None:
+    """The interpreter, and the namespaces and cgroups a zygote needs (a failure in CI)."""
+    require_binary(binary)
     iso = host_isolation()
     require(iso.namespaces and iso.cgroups, "the zygote needs namespaces and cgroups")
 
 
-#: the interpreters with a zygote: the shared programs, the judge's switch and the hostile programs are run for each
+@pytest.fixture(scope="module", autouse=True)
+def cpython() -> None:
+    require_zygote_host("python3")
+
+
+#: the interpreters with a zygote: the shared programs, the judge's switch and the hostile
+#: programs are run for each
 WARM_LANGUAGES = ("Python 3", "PyPy 3")
 
 
 @pytest.fixture(params=WARM_LANGUAGES)
 def language(request: pytest.FixtureRequest) -> str:
     if request.param == "PyPy 3":
-        require_binary("pypy3")
+        require_zygote_host("pypy3")
     return str(request.param)
 
 
