@@ -1,13 +1,13 @@
-"""CPython or PyPy 3 tests forked from the zygote against cold interpreter starts, in one run.
+"""CPython, PyPy 3 or Ruby tests forked from the zygote against cold interpreter starts, in one run.
 
     python bench/zygote_bench.py [--quick] [--tests 40] [--workers 1] [--repeat 1]
-                                 [--language "Python 3" | "PyPy 3"]
+                                 [--language "Python 3" | "PyPy 3" | "Ruby 3"]
 
 1. Per-test cost inside one sandbox (the engine's `Sandbox.run` round trip, median of --tests):
    the fork floor (a trivial C program), the language cold (the catalog's run argv), and warm
    (forked from the zygote). Figures: milliseconds, warm minus floor, cold / warm.
-2. The 106 Python programs of the judge-speed workload (the shared ChatGPT programs with their
-   sample tests) run as the language, judged with CODE_EVAL_ZYGOTE=0, =1, =1, =0, no caches:
+2. The 106 Python (or, for Ruby, Ruby) programs of the judge-speed workload (the shared ChatGPT
+   programs with their sample tests) run as the language, judged with CODE_EVAL_ZYGOTE=0, =1, =1, =0, no caches:
    mean wall seconds, the ratio, and whether every verdict is identical in all four rounds.
    `--repeat N` gives every program each sample test N times (as many tests as xCodeEval's
    hidden unit tests have). `--quick` judges the first 30.
@@ -42,6 +42,13 @@ from code_eval_taskpack.execution.strategies import Host, build_plan  # noqa: E4
 
 LIMITS = Limits(cpu_s=2, wall_s=10, memory_mb=256)
 PYTHON_SRC = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
+#: the per-test figure's program, and the workload's programs (their cluster), per language
+SOURCES = {
+    "Python 3": PYTHON_SRC,
+    "PyPy 3": PYTHON_SRC,
+    "Ruby 3": "puts $stdin.read.split.sum(&:to_i)\n",
+}
+CLUSTERS = {"Python 3": "Python", "PyPy 3": "Python", "Ruby 3": "Ruby"}
 
 
 def uptime() -> str:
@@ -70,15 +77,16 @@ def per_test_costs(n: int, language: str = "Python 3") -> dict[str, float]:
         floor = Path(tmp, "floor")
         subprocess.run(["gcc", "-O2", "-o", str(floor), str(c_src)], check=True)
         runtime = resolve(language)
-        job = Job(language=language, source_code=PYTHON_SRC, tests=())
-        values = source_layout(runtime, PYTHON_SRC) | {"memory_mb": "256"}
+        src = SOURCES[language]
+        job = Job(language=language, source_code=src, tests=())
+        values = source_layout(runtime, src) | {"memory_mb": "256"}
         with config.using(config.EngineConfig(zygote=True)):
             plan = build_plan(runtime, job, Host(LocalBackend(), "required", None), values, "")
         if not plan.warm_start:
             raise SystemExit(f"no zygote for {language} on this host")
         argv = runtime.expand(plan.run_argv, **plan.values)
         folder = SharedFolder(tmp)
-        files = {"main.py": PYTHON_SRC.encode()}
+        files = {runtime.source: src.encode()}
         with Sandbox(ro_paths=[*plan.ro_paths, folder], files=files) as box:
             fork_floor = _median_ms(box, [folder.inside_of(floor)], n, False)
             cold = _median_ms(box, argv, n, False)
@@ -92,7 +100,8 @@ def per_test_costs(n: int, language: str = "Python 3") -> dict[str, float]:
 
 
 def _jobs(count: int | None, repeat: int = 1, language: str = "Python 3") -> list[Job]:
-    programs = [p for p in judge_workload.shared_programs() if p["lang_cluster"] == "Python"]
+    cluster = CLUSTERS[language]
+    programs = [p for p in judge_workload.shared_programs() if p["lang_cluster"] == cluster]
     rows = judge_workload.jobs_for(programs)[:count]
     return [
         Job(
@@ -131,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=1, help="each sample test N times (hidden tests are many)"
     )
-    parser.add_argument("--language", default="Python 3", choices=("Python 3", "PyPy 3"))
+    parser.add_argument("--language", default="Python 3", choices=sorted(SOURCES))
     args = parser.parse_args(argv)
     n = 20 if args.quick else args.tests
     print(f"load before: {uptime()}")
@@ -154,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         len({a, b, c, d}) == 1 for a, b, c, d in zip(cold_v, warm_v, warm2_v, cold2_v, strict=True)
     )
     print(
-        f"{len(jobs)} Python programs as {args.language}, {sum(len(j.tests) for j in jobs)} tests, "
+        f"{len(jobs)} {CLUSTERS[args.language]} programs as {args.language}, {sum(len(j.tests) for j in jobs)} tests, "
         f"{args.workers} worker(s), mean of 2 rounds: cold {cold_s:.2f}s  warm {warm_s:.2f}s  "
         f"cold / warm {cold_s / warm_s:.2f}x  identical verdicts {same}/{len(jobs)}"
     )

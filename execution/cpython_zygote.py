@@ -3,8 +3,8 @@ the interpreter's own static library, so that it is the very interpreter the col
 
 The binary lives alone in a folder named by its content hash, which a sandbox shows as a
 `SharedFolder`; the sandbox init executes it with the cold command's argv (see launcher.c, frame
-words Z and W, and the contract in zygote.c). `build_zygote` is the cache build both zygotes'
-builders end with (this one and `pypy_zygote.py`).
+words Z and W, and the contract in zygote.c). `build_zygote` is the cache build every zygote's
+builder ends with (this one, `pypy_zygote.py` and `ruby_zygote.py`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from .c_binary import compile_c, is_pie
 from .cache import cache_root
 
 ZYGOTE_SOURCE = Path(__file__).with_name("zygote.c")
-#: the zygotes' side of init's protocol, included by zygote.c and pypy_zygote.c
+#: the zygotes' side of init's protocol (included by every zygote) and the seam at a script's
+#: open (pypy_zygote.c, ruby_zygote.c): part of every zygote's build hash
 PROTOCOL_SOURCE = Path(__file__).with_name("zygote_protocol.h")
+SEAM_SOURCE = Path(__file__).with_name("zygote_seam.h")
 #: the file name of the binary in its folder
 BINARY_NAME = "zygote"
 
@@ -97,7 +99,10 @@ def build_zygote(
     """A zygote binary in a cache folder of its own, named by `kind` and the hash of its
     sources and `ident` (what makes it that interpreter's: its build, path, library, flags)."""
     digest = hashlib.sha256(
-        source.read_bytes() + PROTOCOL_SOURCE.read_bytes() + json.dumps(ident).encode()
+        source.read_bytes()
+        + PROTOCOL_SOURCE.read_bytes()
+        + SEAM_SOURCE.read_bytes()
+        + json.dumps(ident).encode()
     )
     folder = cache_root() / "zygote" / f"{kind}-{digest.hexdigest()[:16]}"
     try:

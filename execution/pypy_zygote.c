@@ -35,167 +35,27 @@
  *     runs as it does for os.fork; os.fork's Python-level hooks are not run (a cold test never
  *     forked either, and the zygote has one thread).
  */
-#define _GNU_SOURCE
-#include <dirent.h>
-#include <dlfcn.h>
-#include <limits.h>
-#include <stdarg.h>
-#include <sys/stat.h>
-
-#include "zygote_protocol.h"
+#define _GNU_SOURCE 1
+#include "zygote_seam.h"
 
 int pypy_main_startup(int argc, char **argv);
 
-/* the script as argv names it and made absolute; `armed` until its first open */
-static const char *script = NULL;
-static char script_abs[PATH_MAX];
-static int armed = 0;
-
-static int count_entries(const char *dir, int *n) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    *n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] != '.') (*n)++;
-    }
-    closedir(d);
-    return 0;
-}
-
-/* PyPy's one look at the script before its first open is a stat (a regular file: the open
-   follows; a folder would be run as a package without one). The zygote starts only with a
-   regular file there, and B only when it still is one (a program may replace it between tests):
-   B then goes on as a cold start does after that stat. */
-static int script_is_file(void) {
-    struct stat st;
-    return stat(script_abs, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int script_changed(void) { return !script_is_file(); }
-
-/* The seam: one thread, fds 0-3 only (opendir's own descriptor aside), then serve. Returns in B
-   only, which then opens the script as the cold interpreter does. */
-static void seam(void) {
-    armed = 0;
+/* The seam, at the script's first open: one thread, fds 0-3 only, every signal blocked from here
+   on, then serve. Returns in B only, which then opens the script as the cold interpreter does. */
+static void at_script_open(void) {
     sigset_t all, cold_mask;
     sigfillset(&all);
     if (sigprocmask(SIG_SETMASK, &all, &cold_mask) != 0) _exit(127);
-    int threads = 0, fds = 0;
-    if (count_entries("/proc/self/task", &threads) != 0 || threads != 1) {
-        fprintf(stderr, "pypy zygote: %d threads at the script's open\n", threads);
-        _exit(127);
-    }
-    if (count_entries("/proc/self/fd", &fds) != 0 || fds != 5) {
-        fprintf(stderr, "pypy zygote: %d descriptors at the script's open\n", fds - 1);
-        _exit(127);
-    }
-    static const struct zygote_hooks hooks = {NULL, NULL, NULL, script_changed};
+    seam_expect("pypy zygote", 1, 4);
+    static const struct zygote_hooks hooks = {NULL, NULL, NULL, script_changed, NULL, 0};
     zp_serve(&hooks, &cold_mask);
 }
 
-static void gate(int dirfd, const char *path) {
-    if (!armed || !path) return;
-    if (strcmp(path, script) == 0 ? (path[0] == '/' || dirfd == AT_FDCWD)
-                                  : strcmp(path, script_abs) == 0)
-        seam();
-}
-
-/* the mode argument is there when the C library's own rule says so (O_CREAT, O_TMPFILE) */
-#define OPEN_MODE(flags, mode)                                                   \
-    do {                                                                         \
-        if (((flags) & O_CREAT) || ((flags) & __O_TMPFILE) == __O_TMPFILE) {     \
-            va_list ap;                                                          \
-            va_start(ap, flags);                                                 \
-            mode = va_arg(ap, mode_t);                                           \
-            va_end(ap);                                                          \
-        }                                                                        \
-    } while (0)
-
-typedef int (*open_fn)(const char *, int, ...);
-typedef int (*openat_fn)(int, const char *, int, ...);
-typedef FILE *(*fopen_fn)(const char *, const char *);
-
-static void *next(const char *name) {
-    void *f = dlsym(RTLD_NEXT, name);
-    if (!f) _exit(127);
-    return f;
-}
-
-int open(const char *path, int flags, ...) {
-    mode_t mode = 0;
-    OPEN_MODE(flags, mode);
-    gate(AT_FDCWD, path);
-    static open_fn real;
-    if (!real) real = (open_fn)next("open");
-    return real(path, flags, mode);
-}
-
-int open64(const char *path, int flags, ...) {
-    mode_t mode = 0;
-    OPEN_MODE(flags, mode);
-    gate(AT_FDCWD, path);
-    static open_fn real;
-    if (!real) real = (open_fn)next("open64");
-    return real(path, flags, mode);
-}
-
-int openat(int dirfd, const char *path, int flags, ...) {
-    mode_t mode = 0;
-    OPEN_MODE(flags, mode);
-    gate(dirfd, path);
-    static openat_fn real;
-    if (!real) real = (openat_fn)next("openat");
-    return real(dirfd, path, flags, mode);
-}
-
-int openat64(int dirfd, const char *path, int flags, ...) {
-    mode_t mode = 0;
-    OPEN_MODE(flags, mode);
-    gate(dirfd, path);
-    static openat_fn real;
-    if (!real) real = (openat_fn)next("openat64");
-    return real(dirfd, path, flags, mode);
-}
-
-FILE *fopen(const char *path, const char *how) {
-    gate(AT_FDCWD, path);
-    static fopen_fn real;
-    if (!real) real = (fopen_fn)next("fopen");
-    return real(path, how);
-}
-
-FILE *fopen64(const char *path, const char *how) {
-    gate(AT_FDCWD, path);
-    static fopen_fn real;
-    if (!real) real = (fopen_fn)next("fopen64");
-    return real(path, how);
-}
+static void script_opened(int fd) { (void)fd; }
 
 int main(int argc, char **argv) {
-    int bad = zp_start("pypy zygote");
+    int bad = zp_start("pypy zygote", CTL_FD);
+    if (!bad) bad = seam_arm("pypy zygote", argc, argv, ".py");
     if (bad) return bad;
-    /* the script: the command's last word, a file name (never an option) */
-    script = argc > 1 ? argv[argc - 1] : "";
-    size_t len = strlen(script);
-    if (len < 4 || script[0] == '-' || strcmp(script + len - 3, ".py") != 0) {
-        fprintf(stderr, "pypy zygote: the command does not end with a script\n");
-        return 127;
-    }
-    if (script[0] == '/') {
-        if (len >= sizeof(script_abs)) return 127;
-        memcpy(script_abs, script, len + 1);
-    } else {
-        char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof(cwd)) ||
-            snprintf(script_abs, sizeof(script_abs), "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "",
-                     script) >= (int)sizeof(script_abs))
-            return 127;
-    }
-    if (!script_is_file()) {
-        fprintf(stderr, "pypy zygote: %s is not a regular file\n", script);
-        return 127;
-    }
-    armed = 1;
     return pypy_main_startup(argc, argv);
 }

@@ -20,7 +20,7 @@ from .cpython_zygote import build_zygote
 ZYGOTE_SOURCE = Path(__file__).with_name("pypy_zygote.c")
 #: the one function Debian's pypy3 main calls (its whole body), which the zygote calls too
 ENTRY = "pypy_main_startup"
-#: the C library's functions opening a file by name that pypy_zygote.c defines (its seam)...
+#: the C library's functions opening a file by name that zygote_seam.h defines (the seam)...
 SEAMS = {"open", "open64", "openat", "openat64", "fopen", "fopen64"}
 #: ...and those it does not: a libpypy calling one of these gets no zygote
 UNSEEN_OPENS = {"__open_2", "__open64_2", "__openat_2", "__openat64_2", "creat", "creat64"}
@@ -46,7 +46,7 @@ def zygote_binary(interpreter: str) -> tuple[Path | None, str]:
         return _built[interpreter]
 
 
-def _imports(binary: str) -> tuple[set[str], str]:
+def imports(binary: str) -> tuple[set[str], str]:
     """The functions `binary` takes from shared libraries (as `nm` lists them), or why unknown."""
     nm = shutil.which("nm")
     if nm is None:
@@ -62,8 +62,9 @@ def _imports(binary: str) -> tuple[set[str], str]:
     return {line.split()[-1].partition("@")[0] for line in proc.stdout.splitlines() if line}, ""
 
 
-def _libpypy(interpreter: str) -> tuple[Path | None, str]:
-    """The libpypy the dynamic loader gives `interpreter` (as `ldd` resolves it)."""
+def linked_library(interpreter: str, prefix: str) -> tuple[Path | None, str]:
+    """The one library named `prefix...` the dynamic loader gives `interpreter` (as `ldd`
+    resolves it)."""
     try:
         proc = subprocess.run(["ldd", interpreter], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -71,29 +72,40 @@ def _libpypy(interpreter: str) -> tuple[Path | None, str]:
     found = []
     for line in proc.stdout.splitlines():
         name, arrow, rest = line.strip().partition(" => ")
-        if arrow and name.startswith("libpypy") and rest.split():
+        if arrow and name.startswith(prefix) and rest.split():
             found.append(Path(rest.split()[0]))
     if len(found) != 1 or not found[0].is_file():
-        return None, f"{interpreter} is not linked with one libpypy ({found or proc.stdout[-200:]})"
+        return (
+            None,
+            f"{interpreter} is not linked with one {prefix} ({found or proc.stdout[-200:]})",
+        )
     return found[0], ""
+
+
+def seam_library(interpreter: str, entries: set[str], prefix: str) -> tuple[Path | None, str]:
+    """The interpreter's library (`prefix...`), when a seam at the script's open sees what the
+    cold command does: `interpreter` is a main calling `entries` and nothing else (as the zygote
+    is), and the library opens files by the functions zygote_seam.h defines only."""
+    calls, why = imports(interpreter)
+    if calls != entries | (calls & C_START):
+        others = sorted(calls - C_START - entries)[:4]
+        return None, why or f"{interpreter} is not a main calling {sorted(entries)}: {others}"
+    library, why = linked_library(interpreter, prefix)
+    if library is None:
+        return None, why
+    opens, why = imports(str(library))
+    if not opens & SEAMS or opens & UNSEEN_OPENS:
+        return None, why or f"{library} opens files by {sorted(opens & UNSEEN_OPENS)}"
+    return library, ""
 
 
 def _build(interpreter: str) -> tuple[Path | None, str]:
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         return None, "no C compiler to build the zygote"
-    calls, why = _imports(interpreter)
-    # the interpreter is a main around libpypy's entry point and nothing else, as the zygote is
-    if calls != {ENTRY} | (calls & C_START):
-        others = sorted(calls - C_START)[:4]
-        return None, why or f"{interpreter} is not a main calling {ENTRY} only: {others}"
-    library, why = _libpypy(interpreter)
+    library, why = seam_library(interpreter, {ENTRY}, "libpypy")
     if library is None:
         return None, why
-    # the seam sees every open of libpypy's only if it opens files by the functions it defines
-    opens, why = _imports(str(library))
-    if not opens & SEAMS or opens & UNSEEN_OPENS:
-        return None, why or f"{library} opens files by {sorted(opens & UNSEEN_OPENS)}"
     try:
         proc = subprocess.run(
             [interpreter, "-S", "-c", "import sys; print(sys.version)"],

@@ -43,6 +43,8 @@ from .languages import Runtime, catalog_commands
 
 PLACEHOLDER = "ruby_prelude"
 PRELUDE = "prelude.rb"
+#: the variable the prelude's last statement looks up (never set): the Ruby zygote's seam
+RUBY_SEAM = "RUBY_ZYGOTE_SEAM"
 #: the folder CPython reads its standard library's bytecode from (`-X pycache_prefix=`)
 BYTECODE = "python_bytecode"
 BYTECODE_DIR = "pycache"
@@ -85,6 +87,8 @@ def prelude_text(paths: list[str]) -> str:
         'begin; require "error_highlight"; rescue LoadError; end\n'
         'begin; require "did_you_mean"; rescue LoadError; end\n'
         f"$LOAD_PATH.concat({json.dumps(paths)})\n"
+        f"# the end of Ruby's start: where the Ruby zygote forks a test (ruby_zygote.c)\n"
+        f'ENV.fetch("{RUBY_SEAM}", nil)\n'
     )
 
 

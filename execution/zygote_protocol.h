@@ -24,15 +24,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* init passes the control socket as fd 3; a zygote whose interpreter opens descriptors of its
+   own at start (Ruby: two eventfds, fds 3 and 4 when cold) moves it above them (zp_start) */
 #define CTL_FD 3
+static int zp_ctl = CTL_FD;
 
 /* what the interpreter does around a fork, and what B checks before it says "r" (nonzero: the
-   test cannot start as cold, B exits 127); each may be NULL */
+   test cannot start as cold, B exits 127); each may be NULL. `fork_test`: how the zygote makes
+   A and A makes B (NULL: fork(2); Ruby: its own Process.fork, whose bookkeeping is not exported
+   and holds only in a child of a process that did its own), -1 and errno on failure. `first_closed`: B keeps the descriptors below it (0 or 3: stdio only), those the
+   interpreter made at start and holds at the seam as a cold start does. */
 struct zygote_hooks {
     void (*before_fork)(void);
     void (*after_fork_parent)(void);
     void (*after_fork_child)(void);
     int (*unready)(void);
+    pid_t (*fork_test)(void);
+    int first_closed;
 };
 
 static int zp_is_control_socket(int fd) {
@@ -46,19 +54,24 @@ static int zp_is_control_socket(int fd) {
 
 /* The zygote's first steps, before the interpreter starts: fd 3 must be init's control socket
    (else 127 and a message: a zygote never runs a script by itself), non-dumpable, fd 3 not
-   inherited by anything the interpreter may execute. 0, or the exit code. */
-static int zp_start(const char *who) {
+   inherited by anything the interpreter may execute; with `move_to` above 3 the socket moves to
+   the lowest free descriptor from there and fd 3 is free again. 0, or the exit code. */
+static int zp_start(const char *who, int move_to) {
     if (!zp_is_control_socket(CTL_FD)) {
         fprintf(stderr, "%s: fd %d is not the sandbox's control socket\n", who, CTL_FD);
         return 127;
     }
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    if (fcntl(CTL_FD, F_SETFD, FD_CLOEXEC) != 0) return 127;
+    if (move_to > CTL_FD) {
+        zp_ctl = fcntl(CTL_FD, F_DUPFD_CLOEXEC, move_to);
+        if (zp_ctl < 0 || close(CTL_FD) != 0) return 127;
+    }
+    if (fcntl(zp_ctl, F_SETFD, FD_CLOEXEC) != 0) return 127;
     return 0;
 }
 
 static void zp_say(const char *msg) {
-    while (send(CTL_FD, msg, strlen(msg), MSG_NOSIGNAL) < 0 && errno == EINTR) {
+    while (send(zp_ctl, msg, strlen(msg), MSG_NOSIGNAL) < 0 && errno == EINTR) {
     }
 }
 
@@ -74,7 +87,7 @@ static int zp_receive_request(int fds[4]) {
     msg.msg_control = ctl;
     msg.msg_controllen = sizeof(ctl);
     ssize_t n;
-    while ((n = recvmsg(CTL_FD, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+    while ((n = recvmsg(zp_ctl, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
     }
     if (n <= 0) return n == 0 ? 0 : -1;
     int got = 0;
@@ -121,9 +134,10 @@ static void zp_become_test(const struct zygote_hooks *hooks, const int fds[4],
     if (n != 1 || go != 'g') _exit(127);
     if (setsid() < 0 || dup2(fds[0], 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0)
         _exit(127);
-    /* a cold test holds fds 0-2 only; neither interpreter keeps any other open at the seam */
-    if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
-        for (int fd = 3; fd < 65536; fd++) close(fd);
+    /* a cold test holds fds 0-2 and those its interpreter made at start (hooks->first_closed) */
+    unsigned first = hooks->first_closed > 3 ? (unsigned)hooks->first_closed : 3U;
+    if (syscall(SYS_close_range, first, ~0U, 0U) != 0) {
+        for (int fd = (int)first; fd < 65536; fd++) close(fd);
     }
     prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
     sigprocmask(SIG_SETMASK, mask, NULL);
@@ -151,9 +165,9 @@ static void zp_serve(const struct zygote_hooks *hooks, const sigset_t *test_mask
             continue;
         }
         if (hooks->before_fork) hooks->before_fork();
-        pid_t a = fork();
+        pid_t a = hooks->fork_test ? hooks->fork_test() : fork();
         if (a == 0) {
-            pid_t b = fork();
+            pid_t b = hooks->fork_test ? hooks->fork_test() : fork();
             if (b == 0) {
                 close(pp[0]);
                 close(pp[1]);

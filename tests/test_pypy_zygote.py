@@ -112,7 +112,7 @@ def test_no_zygote_of_an_interpreter_that_is_not_pypys_main() -> None:
     python3 = resolve("Python 3").binary
     assert python3 is not None
     made, why = pypy_zygote.zygote_binary(python3)
-    assert made is None and "is not a main calling pypy_main_startup" in why
+    assert made is None and "is not a main calling ['pypy_main_startup']" in why
 
 
 def test_the_zygote_never_runs_a_script_by_itself() -> None:

@@ -71,6 +71,7 @@ class Pair:
 
     def __init__(self, src: str, limits: Limits = LIMITS, language: str = "Python 3") -> None:
         self.plan, self.argv = plan_for(src, language)
+        self.source = resolve(language).source
         self.src = src
         self.limits = limits
         self.env = default_env("/box")
@@ -79,7 +80,7 @@ class Pair:
     def _box(self) -> Sandbox:
         return Sandbox(
             ro_paths=self.plan.ro_paths,
-            files={"main.py": self.src.encode()},
+            files={self.source: self.src.encode()},
             purposes=("compile", "run"),
         )
 
@@ -258,12 +259,12 @@ def test_endings_match_cold(name: str) -> None:
 
 
 def shared_python_jobs(
-    language: str = "Python 3",
+    language: str = "Python 3", cluster: str = "Python"
 ) -> Iterator[tuple[str, str, list[TestCase], Limits]]:
-    """The shared Python programs with their sample tests and the judge's limits for them, as
-    `language` runs them."""
+    """The shared programs of `cluster` with their sample tests and the judge's limits for them,
+    as `language` runs them."""
     runtime = resolve(language)
-    programs = [p for p in judge_workload.shared_programs() if p["lang_cluster"] == "Python"]
+    programs = [p for p in judge_workload.shared_programs() if p["lang_cluster"] == cluster]
     for job in judge_workload.jobs_for(programs):
         tests = [TestCase.from_dict(t) for t in job["tests"]]
         limits = run_limits(

@@ -88,6 +88,7 @@ STRATEGIES: dict[str, str] = {
     "jvm_cds": ".class_data:JvmClassData",
     "zygote": ".zygote:CPythonZygote",
     "pypy_zygote": ".zygote:PyPyZygote",
+    "ruby_zygote": ".zygote:RubyZygote",
 }
 _loaded: dict[str, Strategy] = {}
 

@@ -1,11 +1,11 @@
-"""Strategies: CPython and PyPy 3 tests forked from one pre-initialised interpreter per program
-(the zygote, `zygote.c` and `pypy_zygote.c`, started in the program's own sandbox by
-`Session.start_warm`).
+"""Strategies: CPython, PyPy 3 and Ruby tests forked from one pre-initialised interpreter per
+program (the zygote, `zygote.c`, `pypy_zygote.c` and `ruby_zygote.c`, started in the program's own
+sandbox by `Session.start_warm`).
 
 What a program can tell of it (README, "CPython zygote" and "PyPy zygote"): /proc/self/exe names
 the zygote binary, RLIMIT_NPROC is one higher (the zygote is a process of the uid), /proc lists
 the zygote, the tests of a program share one hash seed and address layout; its start-up CPU and
-wall are counted into every warm test's."""
+wall are counted into every warm test's. Ruby's are in the README's "Ruby zygote"."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import config, cpython_zygote, pypy_zygote
+from .. import config, cpython_zygote, pypy_zygote, ruby_zygote, startup
 from ..cpython_zygote import enabled
 from ..host_probe import host_isolation
 from ..languages import Runtime, catalog_commands
@@ -63,3 +63,17 @@ class PyPyZygote(CPythonZygote):
 
     name = "pypy_zygote"
     binary = staticmethod(pypy_zygote.zygote_binary)
+
+
+class RubyZygote(CPythonZygote):
+    """The same for Ruby: Ruby's own main, whose seam is the last statement of the `-r` prelude
+    (startup.py); without the prelude (a classic command) every test stays cold."""
+
+    name = "ruby_zygote"
+    binary = staticmethod(ruby_zygote.zygote_binary)
+
+    def apply(self, plan: BuildPlan, runtime: Runtime, job: Job, host: Host) -> BuildPlan:
+        if startup.PLACEHOLDER not in plan.values:  # the classic command: no prelude
+            log.info("%s: tests start cold: no prelude to stop at", runtime.name)
+            return plan
+        return super().apply(plan, runtime, job, host)
