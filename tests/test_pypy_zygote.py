@@ -19,6 +19,7 @@ from tests.test_zygote import (
     ENDINGS,
     LIMITS,
     PROBE,
+    assert_ends_as_cold,
     observed,
     probe_cold_and_warm,
     require_zygote_host,
@@ -87,10 +88,7 @@ PYPY_ENDINGS = ENDINGS | {
 
 @pytest.mark.parametrize("name", sorted(PYPY_ENDINGS))
 def test_endings_match_cold(name: str) -> None:
-    pair = Pair(PYPY_ENDINGS[name])
-    inputs = [b"1 2 3\nabc\n", b"4 5\n"]
-    cold, warm = pair.cold(inputs), pair.warm(inputs)
-    assert [observed(o) for o in cold] == [observed(o) for o in warm]
+    assert_ends_as_cold(Pair(PYPY_ENDINGS[name]), [b"1 2 3\nabc\n", b"4 5\n"])
 
 
 def test_a_script_that_is_not_there_or_not_a_file_is_reported_as_cold() -> None:

@@ -13,13 +13,19 @@ import pytest
 
 from code_eval_taskpack.execution import Job, TestCase, config
 from code_eval_taskpack.execution.backends.local import LocalBackend
-from code_eval_taskpack.execution.compare import outputs_match
 from code_eval_taskpack.execution.languages import resolve
 from code_eval_taskpack.execution.limits import Limits
 from code_eval_taskpack.execution.runner import judge_with
 from code_eval_taskpack.execution.sandbox import Sandbox
 from code_eval_taskpack.execution.types import Verdict
-from tests.test_zygote import LIMITS, observed, require_zygote_host, shared_python_jobs
+from tests.test_zygote import (
+    LIMITS,
+    assert_ends_as_cold,
+    assert_judged_warm_and_cold_by_the_switch,
+    assert_shared_programs_judged_warm_as_cold,
+    observed,
+    require_zygote_host,
+)
 from tests.test_zygote import Pair as CPythonPair
 
 RUBY = "Ruby 3"
@@ -137,10 +143,7 @@ ENDINGS = {
 
 @pytest.mark.parametrize("name", sorted(ENDINGS))
 def test_endings_match_cold(name: str) -> None:
-    pair = Pair(ENDINGS[name])
-    inputs = [b"1 2 3\nabc\n", b"4 5\n"]
-    cold, warm = pair.cold(inputs), pair.warm(inputs)
-    assert [observed(o) for o in cold] == [observed(o) for o in warm]
+    assert_ends_as_cold(Pair(ENDINGS[name]), [b"1 2 3\nabc\n", b"4 5\n"])
 
 
 def test_a_long_script_is_read_whole_and_a_rewritten_one_runs_as_rewritten() -> None:
@@ -179,20 +182,7 @@ def test_the_zygote_refuses_a_command_without_the_prelude() -> None:
 
 
 def test_every_shared_ruby_program_judged_warm_as_cold() -> None:
-    jobs = list(shared_python_jobs(RUBY, "Ruby"))
-    assert len(jobs) == 106
-    differ, warm_tests = [], 0
-    for ident, src, tests, limits in jobs:
-        pair = Pair(src, limits)
-        inputs = [t.input.encode() for t in tests]
-        cold, warm = pair.cold(inputs), pair.warm(inputs)
-        warm_tests += len(warm)
-        for t, c, w in zip(tests, cold, warm, strict=True):
-            verdicts = [(observed(o), outputs_match(o.stdout, t.output, "default")) for o in (c, w)]
-            if verdicts[0] != verdicts[1]:
-                differ.append((ident, verdicts))
-    assert not differ, differ[:3]
-    assert warm_tests >= 200
+    assert_shared_programs_judged_warm_as_cold(RUBY, "Ruby")
 
 
 # -- programs that go after the zygote, and the limits ----------------------------------------
@@ -241,31 +231,7 @@ def test_memory_and_cpu_limits_keep_their_verdicts() -> None:
 def test_the_judge_runs_ruby_warm_and_the_switch_restores_cold(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    tests = (TestCase("1 2\n", ("3",)), TestCase("5 5\n", ("10",)), TestCase("1\n", ("2",)))
-    job = Job(
-        language=RUBY,
-        source_code="puts gets.split.map(&:to_i).sum\n",
-        tests=tests,
-        stop_on_first_fail=False,
-    )
-    served: list[bool] = []
-    close = Sandbox.close
-
-    def recording_close(self: Sandbox) -> None:
-        if not self._closed:
-            served.append(self.warm_ready)
-        close(self)
-
-    monkeypatch.setattr(Sandbox, "close", recording_close)
-    results = {}
-    for on in (True, False):
-        with config.using(config.EngineConfig(zygote=on)):
-            results[on] = judge_with(resolve(RUBY), job, backend=LocalBackend())
-    assert served == [True, False]
-    for r in results.values():
-        assert [t.verdict for t in r.tests] == [Verdict.PASSED] * 2 + [Verdict.WRONG_ANSWER]
-    # the start-up is counted in: a warm test's CPU time is never below Ruby's own start
-    assert min(t.time_s for t in results[True].tests) > 0.005
+    assert_judged_warm_and_cold_by_the_switch(monkeypatch, RUBY)
 
 
 FIND_ZYGOTE = r"""

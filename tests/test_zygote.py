@@ -247,18 +247,21 @@ ENDINGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(ENDINGS))
-def test_endings_match_cold(name: str) -> None:
-    pair = Pair(ENDINGS[name])
-    inputs = [b"1 2 3\nabc\n"]
+def assert_ends_as_cold(pair: Pair, inputs: Sequence[bytes]) -> None:
+    """Every outcome of `pair`'s program on `inputs` the same warm as cold."""
     cold, warm = pair.cold(inputs), pair.warm(inputs)
     assert [observed(o) for o in cold] == [observed(o) for o in warm]
+
+
+@pytest.mark.parametrize("name", sorted(ENDINGS))
+def test_endings_match_cold(name: str) -> None:
+    assert_ends_as_cold(Pair(ENDINGS[name]), [b"1 2 3\nabc\n"])
 
 
 # -- the shared ChatGPT programs --------------------------------------------------------------
 
 
-def shared_python_jobs(
+def shared_jobs(
     language: str = "Python 3", cluster: str = "Python"
 ) -> Iterator[tuple[str, str, list[TestCase], Limits]]:
     """The shared programs of `cluster` with their sample tests and the judge's limits for them,
@@ -277,8 +280,10 @@ def shared_python_jobs(
         yield job["id"], job["source_code"], tests, limits
 
 
-def test_every_shared_python_program_judged_warm_as_cold(language: str) -> None:
-    jobs = list(shared_python_jobs(language))
+def assert_shared_programs_judged_warm_as_cold(language: str, cluster: str) -> None:
+    """The 106 shared programs of `cluster`, run as `language` on their sample tests: every
+    outcome and verdict the same warm as cold."""
+    jobs = list(shared_jobs(language, cluster))
     assert len(jobs) == 106
     differ, warm_tests = [], 0
     for ident, src, tests, limits in jobs:
@@ -294,16 +299,29 @@ def test_every_shared_python_program_judged_warm_as_cold(language: str) -> None:
     assert warm_tests >= 200
 
 
-#: CPU seconds below any start of the interpreter (PyPy's costs more)
-START_S = {"Python 3": 0.003, "PyPy 3": 0.01}
+def test_every_shared_python_program_judged_warm_as_cold(language: str) -> None:
+    assert_shared_programs_judged_warm_as_cold(language, "Python")
 
 
-def test_the_judge_runs_warm_and_the_switch_restores_cold(
+#: CPU seconds below any start of the interpreter (PyPy's and Ruby's cost more)
+START_S = {"Python 3": 0.003, "PyPy 3": 0.01, "Ruby 3": 0.005}
+#: a program that sums its input, per language
+SUM_SRC = {
+    "Python 3": "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n",
+    "PyPy 3": "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n",
+    "Ruby 3": "puts $stdin.read.split.sum(&:to_i)\n",
+}
+
+
+def assert_judged_warm_and_cold_by_the_switch(
     monkeypatch: pytest.MonkeyPatch, language: str
 ) -> None:
-    src = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
+    """Three tests judged with the switch on (the first cold, the two later ones from the
+    zygote) and off (none): the same verdicts and command, the start-up counted in."""
     tests = (TestCase("1 2\n", ("3",)), TestCase("5 5\n", ("10",)), TestCase("1\n", ("2",)))
-    job = Job(language=language, source_code=src, tests=tests, stop_on_first_fail=False)
+    job = Job(
+        language=language, source_code=SUM_SRC[language], tests=tests, stop_on_first_fail=False
+    )
     runtime = resolve(language)
     served: list[bool] = []
     close = Sandbox.close
@@ -318,13 +336,18 @@ def test_the_judge_runs_warm_and_the_switch_restores_cold(
     for on in (True, False):
         with config.using(config.EngineConfig(zygote=on)):
             results[on] = judge_with(runtime, job, backend=LocalBackend())
-    # the first test ran cold, the two later ones from the zygote; with the switch off, none
     assert served == [True, False]
     for r in results.values():
         assert [t.verdict for t in r.tests] == [Verdict.PASSED] * 2 + [Verdict.WRONG_ANSWER]
         assert r.runtime["run_argv"] == results[True].runtime["run_argv"]
     # the start-up is counted in: a warm test's CPU time is never below the interpreter's start
     assert min(t.time_s for t in results[True].tests) > START_S[language]
+
+
+def test_the_judge_runs_warm_and_the_switch_restores_cold(
+    monkeypatch: pytest.MonkeyPatch, language: str
+) -> None:
+    assert_judged_warm_and_cold_by_the_switch(monkeypatch, language)
 
 
 # -- hostile programs -------------------------------------------------------------------------
