@@ -153,3 +153,4 @@ bench: install
 	SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/zygote_bench.py --quick
 	SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/zygote_bench.py --quick --language "PyPy 3"
 	SHARED_DATA=$(SHARED_DATA) $(PYTHON) bench/zygote_bench.py --quick --language "Ruby 3"
+	$(PYTHON) bench/cpython_fork_costs.py

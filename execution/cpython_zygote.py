@@ -64,25 +64,24 @@ def _header_version(include: str) -> str:
     return ""
 
 
-def _build(interpreter: str) -> tuple[Path | None, str]:
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        return None, "no C compiler to build the zygote"
+def embedding_flags(interpreter: str) -> tuple[list[str], list[str], list[str]] | str:
+    """How to build a program embedding the CPython at `interpreter` from its own static
+    library: (compiler flags, libraries, what identifies that build), or why it cannot be."""
     try:
         proc = subprocess.run(
             [interpreter, "-S", "-c", _SYSCONFIG], capture_output=True, text=True, timeout=60
         )
         conf = json.loads(proc.stdout)
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
-        return None, f"{interpreter} did not describe its build: {exc}"
+        return f"{interpreter} did not describe its build: {exc}"
     library = Path(conf["LIBPL"], conf["LIBRARY"])
     include = conf["INCLUDEPY"]
     if not library.name.endswith(".a") or not library.is_file():
-        return None, f"no static library of {interpreter} ({library}; package libpython3-dev)"
+        return f"no static library of {interpreter} ({library}; package libpython3-dev)"
     if not Path(include, "Python.h").is_file():
-        return None, f"no headers of {interpreter} in {include} (package libpython3-dev)"
+        return f"no headers of {interpreter} in {include} (package libpython3-dev)"
     if _header_version(include) != conf["version"]:
-        return None, f"headers in {include} are not those of {interpreter} {conf['version']}"
+        return f"headers in {include} are not those of {interpreter} {conf['version']}"
     flags = ["-O2", "-Wall", "-s", f"-I{include}"]
     if not is_pie(interpreter):
         flags.append("-no-pie")  # the static library is built like the interpreter
@@ -90,6 +89,17 @@ def _build(interpreter: str) -> tuple[Path | None, str]:
     libs += [*conf["LIBS"].split(), *conf["SYSLIBS"].split(), *conf["MODLIBS"].split()]
     stat = library.stat()
     ident = [conf["full"], interpreter, str(stat.st_size), str(stat.st_mtime_ns), *flags, *libs]
+    return flags, libs, ident
+
+
+def _build(interpreter: str) -> tuple[Path | None, str]:
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        return None, "no C compiler to build the zygote"
+    made = embedding_flags(interpreter)
+    if isinstance(made, str):
+        return None, made
+    flags, libs, ident = made
     return build_zygote("cpython", ZYGOTE_SOURCE, ident, cc, flags, libs)
 
 
