@@ -1,28 +1,35 @@
 /*
- * Ruby zygote: `ruby ARGS... SCRIPT` split where Ruby opens the script.
+ * Ruby zygote: `ruby --disable-gems -rPRELUDE ARGS... SCRIPT` split at the end of Ruby's start.
  *
  * Debian's /usr/bin/ruby is Ruby's own main: setlocale(LC_CTYPE, ""), ruby_sysinit,
  * ruby_init_stack, ruby_init, then ruby_run_node(ruby_options(argc, argv)), where ruby_options
- * parses the command line, sets up the load path and opens, reads and compiles the script. This
- * program is that same main with the SAME argv, linked with the same libruby, and the seam of
- * zygote_seam.h: at the script's first open the interpreter is in the very state a cold start has
- * there, and the zygote serves the sandbox's init (zygote_protocol.h); each test process B lets
- * that open proceed, and Ruby reads the script, loads the `-r` libraries (it does so after the
- * script's first read), compiles and runs it, runs its at_exit handlers and exits as cold. None
- * of our code runs as Ruby, and nothing runs in the zygote past the seam.
+ * parses the command line, sets up the load path, opens the script, reads its first chunk (for
+ * the shebang line), loads the `-r` libraries, then reads the rest and compiles it. This program
+ * is that same main with the SAME argv, linked with the same libruby. The seam is the prelude's
+ * last statement (startup.py), a lookup of SEAM_VARIABLE, whose getenv this program defines:
+ * there Ruby has done exactly what a cold start has done by then, holds its GVL, and the zygote
+ * serves the sandbox's init (zygote_protocol.h); each test process B returns from that lookup,
+ * reads the rest of the script, compiles and runs it, runs its at_exit handlers and exits as
+ * cold. None of our code runs as Ruby, and nothing of a program runs in the zygote.
  *
- * Why: Ruby's own start (about 13 ms with --disable-gems) becomes a fork.
+ * Why: Ruby's start and the prelude's libraries (about 27 ms of a 33 ms test) become a fork.
  *
- * The contract with init is the CPython zygote's (zygote.c's header comment) and the PyPy
- * zygote's seam (pypy_zygote.c), with these differences:
+ * The contract with init is the CPython zygote's (zygote.c's header comment), the script's open
+ * the PyPy zygote's (zygote_seam.h), with these differences:
+ *   - before the seam the zygote keeps the bytes of the script's first read; a second read of
+ *     the script before the seam (a command without the prelude) ends the zygote before "R".
  *   - Ruby makes two eventfds at start (its signal wake-up, fds 3 and 4 when cold): the zygote
  *     moves init's socket from fd 3 to fd 64 or above before Ruby starts, so that Ruby's are 3
- *     and 4 as cold, and the script then opens as fd 5, as cold. At the seam the zygote checks it
- *     is the one thread and holds fds 0-4 and the socket only, fds 3 and 4 eventfds.
- *   - A makes B with Ruby's own Process.fork (called from C, as a program's `fork` would call
- *     it): Ruby's child bookkeeping (its timer and eventfds made anew, so that B shares no
- *     descriptor with the zygote; the random seed drawn anew, as a cold start draws one) is not
- *     exported. B keeps fds 3 and 4, Ruby's new ones, and closes every other above 2.
+ *     and 4 and the script 5, as cold. At the seam the zygote checks it is the one thread and
+ *     holds fds 0-5 and the socket only, fds 3 and 4 eventfds and 5 the script.
+ *   - the zygote makes A and A makes B with Ruby's own Process.fork (called from C, as a
+ *     program's `fork` calls it): Ruby's child bookkeeping (its timer and eventfds made anew, so
+ *     that B shares no descriptor with the zygote; the random seed drawn anew, as a cold start
+ *     draws one) is not exported, and holds only in a child of a process that did it too.
+ *   - before "r", B opens the script afresh: still a regular file whose first bytes are those
+ *     the zygote read (else exit 127: the test runs cold), put at fd 5 and the same offset, so
+ *     Ruby reads the rest of the script as it is now, with no file offset shared with the zygote.
+ *     B keeps fds 0-5 and closes every other.
  *   - signals: as the PyPy zygote (all blocked from the seam on in the zygote, B takes the mask
  *     of the seam). Process.fork blocks and restores them itself around fork(2).
  */

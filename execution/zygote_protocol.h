@@ -32,8 +32,9 @@ static int zp_ctl = CTL_FD;
 /* what the interpreter does around a fork, and what B checks before it says "r" (nonzero: the
    test cannot start as cold, B exits 127); each may be NULL. `fork_test`: how the zygote makes
    A and A makes B (NULL: fork(2); Ruby: its own Process.fork, whose bookkeeping is not exported
-   and holds only in a child of a process that did its own), -1 and errno on failure. `first_closed`: B keeps the descriptors below it (0 or 3: stdio only), those the
-   interpreter made at start and holds at the seam as a cold start does. */
+   and holds only in a child of a process that did its own), -1 and errno on failure.
+   `first_closed`: B keeps the descriptors below it (0 or 3: stdio only), those the interpreter
+   made at start and holds at the seam as a cold start does. */
 struct zygote_hooks {
     void (*before_fork)(void);
     void (*after_fork_parent)(void);

@@ -1,15 +1,16 @@
 /*
- * The seam of the zygotes that stop their interpreter where it opens the script (PyPy's,
- * pypy_zygote.c, and Ruby's, ruby_zygote.c): the C library's functions that open a file by name,
- * defined by the zygote binary itself (linked -rdynamic, so the interpreter's library calls
- * them), pass every open through but the first one of the script, where they call the zygote's
- * `at_script_open()` before it (PyPy: serve the sandbox's init there and return in each forked
- * test process only, whose open then proceeds as a cold start's) and `script_opened()` after.
+ * The script's first open, as the zygotes that stop their interpreter at or after it see it
+ * (PyPy's, pypy_zygote.c: its seam; Ruby's, ruby_zygote.c: the descriptor it keeps an eye on
+ * until its seam): the C library's functions that open a file by name, defined by the zygote
+ * binary itself (linked -rdynamic, so the interpreter's library calls them), pass every open
+ * through but the first one of the script, where they call the zygote's `at_script_open()`
+ * before it (PyPy: serve the sandbox's init there and return in each forked test process only,
+ * whose open then proceeds as a cold start's) and `script_opened()` after.
  *
  * The script is the command's last word, as argv names it or made absolute against the cwd. It
  * must be a regular file when the zygote starts (an interpreter may run a folder without opening
  * it), and a test starts warm only while it still is one (a program may replace it between
- * tests): the interpreter's one look at the script before the seam is a stat, whose answer the
+ * tests): the interpreter's one look at the script before its open is a stat, whose answer the
  * test's open then holds to.
  */
 #ifndef CODE_EVAL_ZYGOTE_SEAM_H
