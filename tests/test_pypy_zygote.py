@@ -7,12 +7,13 @@ tests/test_zygote.py's, run for both interpreters."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from code_eval_taskpack.execution import Job, config
 from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.languages import resolve
-from code_eval_taskpack.execution.limits import Limits
 from code_eval_taskpack.execution.sandbox import Sandbox
 from code_eval_taskpack.execution.strategies import Host
 from tests.test_zygote import (
@@ -24,7 +25,7 @@ from tests.test_zygote import (
     probe_cold_and_warm,
     require_zygote_host,
 )
-from tests.test_zygote import Pair as CPythonPair
+from tests.test_zygote import Pair as BasePair
 
 PYPY = "PyPy 3"
 
@@ -34,9 +35,8 @@ def pypy() -> None:
     require_zygote_host("pypy3")
 
 
-class Pair(CPythonPair):
-    def __init__(self, src: str, limits: Limits = LIMITS) -> None:
-        super().__init__(src, limits, PYPY)
+#: a program run cold and warm as PYPY
+Pair = partial(BasePair, language=PYPY)
 
 
 # -- what the program observes of itself ------------------------------------------------------

@@ -7,6 +7,7 @@ on its tests, programs that go after the zygote, and a command the zygote must r
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import pytest
@@ -14,7 +15,6 @@ import pytest
 from code_eval_taskpack.execution import Job, TestCase, config
 from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.languages import resolve
-from code_eval_taskpack.execution.limits import Limits
 from code_eval_taskpack.execution.runner import judge_with
 from code_eval_taskpack.execution.sandbox import Sandbox
 from code_eval_taskpack.execution.types import Verdict
@@ -26,7 +26,7 @@ from tests.test_zygote import (
     observed,
     require_zygote_host,
 )
-from tests.test_zygote import Pair as CPythonPair
+from tests.test_zygote import Pair as BasePair
 
 RUBY = "Ruby 3"
 
@@ -36,9 +36,8 @@ def ruby() -> None:
     require_zygote_host("ruby")
 
 
-class Pair(CPythonPair):
-    def __init__(self, src: str, limits: Limits = LIMITS) -> None:
-        super().__init__(src, limits, RUBY)
+#: a program run cold and warm as RUBY
+Pair = partial(BasePair, language=RUBY)
 
 
 # -- what the program observes of itself ------------------------------------------------------
