@@ -10,7 +10,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -145,6 +145,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
     register()
     set_default_backend(config.getoption("backend"))
+
+
+@pytest.fixture(autouse=True)
+def _remote_backends_end_with_their_test() -> Iterator[None]:
+    """A remote backend made by name lives for the process (`get_backend`), and with it what its
+    servers said they are; a test's servers listen on ports a later test's servers may get, so
+    the backends made for them end with the test."""
+    yield
+    from code_eval_taskpack.execution.backends import BUILT_IN, register_backend
+
+    register_backend("remote", BUILT_IN["remote"], replace=True)
 
 
 @pytest.fixture(scope="session")

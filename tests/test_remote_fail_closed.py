@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
+from code_eval_taskpack.execution.backends import remote
 from code_eval_taskpack.execution.backends.remote import RemoteBackend
 from code_eval_taskpack.execution.isolation import REQUIRED_LAYERS
 from code_eval_taskpack.execution.server import make_server
@@ -139,17 +140,24 @@ class _Hostile(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def hostile(attack: str) -> Iterator[str]:
+def hostile_server(attack: str) -> Iterator[tuple[str, Any]]:
+    """A hostile server's URL and the server (its `attack` may be changed while it runs)."""
     srv: Any = ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
     srv.daemon_threads = True
     srv.attack = attack
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}"
+        yield f"http://127.0.0.1:{srv.server_address[1]}", srv
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+@contextmanager
+def hostile(attack: str) -> Iterator[str]:
+    with hostile_server(attack) as (url, _):
+        yield url
 
 
 @contextmanager
@@ -295,6 +303,25 @@ def test_judge_programs_refuses_a_foreign_execeval_server(attack: str) -> None:
         assert "ExecEval server" in record["detail"] and url in record["detail"]
         best = Engine(backend=RemoteBackend(servers=url), isolation="best-effort")
         assert best.judge(_job()).verdict is Verdict.PASSED
+
+
+def test_a_server_that_falls_is_asked_again_what_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One of ours hangs up mid-job, then comes back on its URL as an ExecEval server: the next
+    job is refused as on an ExecEval server, not sent to it as to the server it was."""
+    monkeypatch.setattr(remote, "DEAD_FOR_S", 0.2)
+    with hostile_server("reset") as (url, srv):
+        backend = RemoteBackend(servers=url, retries="0")
+        engine = Engine(backend=backend, workers=1)
+        first = engine.judge(_job(1))
+        assert first.verdict is Verdict.INFRA_ERROR and "RemoteDisconnected" in first.detail
+        srv.attack = "execeval"
+        time.sleep(0.3)  # back in rotation
+        second = engine.judge(_job(2))
+        assert second.verdict is Verdict.INFRA_ERROR, second
+        assert f"judge server {url} is an ExecEval server" in second.detail, second.detail
+        assert backend.describe()["servers"][0]["kind"] == "execeval"
+        best = Engine(backend=backend, workers=1, isolation="best-effort").judge(_job(3))
+        assert best.verdict is Verdict.PASSED and best.isolation["execeval_server"], best
 
 
 def test_a_result_judged_without_required_layers_is_not_a_verdict() -> None:

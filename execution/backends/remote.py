@@ -4,7 +4,8 @@
 requests in flight (round robin among equals), under a timeout derived from its limits. A
 connection error, a timeout or a malformed reply takes that server out of rotation for
 `DEAD_FOR_S` seconds (said on stderr) and the job is retried on another one (bounded attempts);
-a 503 is retried after its `Retry-After`. Whatever happens, each job gets exactly one result,
+a 503 is retried after its `Retry-After`. A server that falls is forgotten: what it is and the
+runtimes it reported (`/api/info`) are asked again, as it may come back as another server. Whatever happens, each job gets exactly one result,
 and that result says which server judged it (`isolation["judged_by"]`), which failed it first
 (`failed_servers`) and which were out of rotation (`servers_out_of_rotation`). A reply is
 hostile input: one deadline bounds the whole exchange, its size and JSON values are bounded by
@@ -85,6 +86,15 @@ class ServerError(Exception):
         self.retry_after = retry_after
 
 
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """What a server's `/api/info` said, read whole: a job checks the one it read, so a server
+    forgotten meanwhile (see `_failed`) never leaves it half of an answer."""
+
+    kind: str  # "ours" or "execeval"
+    info: Mapping[str, Any]
+
+
 @dataclasses.dataclass
 class Server:
     url: str
@@ -97,8 +107,8 @@ class Server:
     judged: int = 0
     failures: int = 0
     last_error: str = ""
-    info: dict[str, Any] | None = None
-    kind: str = ""  # "ours" or "execeval", found by the first /api/info
+    #: read by its first job, forgotten when it falls out of rotation (`_failed`)
+    identity: Identity | None = None
 
 
 def parse_server(url: str) -> Server:
@@ -168,29 +178,30 @@ class RemoteBackend(JobBackend):
         reachable = 0
         for server in self.servers:
             try:
-                self._info(server)
+                identity = self._identity(server)
             except ServerError as exc:
                 errors.append(f"{server.url}: {exc}")
                 continue
             reachable += 1
-            refusal = self.server_refusal(server, policy)
+            refusal = self.server_refusal(server.url, identity, policy)
             if refusal:
                 return f"{refusal}; use --isolation best-effort to accept its isolation as it is"
         if not reachable:
             return "no judge server reachable: " + "; ".join(errors)
         return ""
 
-    def server_refusal(self, server: Server, policy: str) -> str:
-        """Why `server` (its `/api/info` already read) may not judge under `policy` ("" when it
-        may): under "required" it must be one of ours and judge with `--isolation required`."""
+    @staticmethod
+    def server_refusal(url: str, identity: Identity, policy: str) -> str:
+        """Why the server at `url`, as `identity` says it is, may not judge under `policy` (""
+        when it may): under "required" it must be one of ours and judge with `--isolation
+        required`."""
         if check_policy(policy) != "required":
             return ""
-        info = server.info or {}
-        if server.kind != "ours":
-            return f"judge server {server.url} is an ExecEval server (its isolation is its own)"
-        if info.get("isolation_policy") != "required":
-            shown = str(info.get("isolation_policy"))[:40]
-            return f"judge server {server.url} judges with --isolation {shown}"
+        if identity.kind != "ours":
+            return f"judge server {url} is an ExecEval server (its isolation is its own)"
+        if identity.info.get("isolation_policy") != "required":
+            shown = str(identity.info.get("isolation_policy"))[:40]
+            return f"judge server {url} judges with --isolation {shown}"
         return ""
 
     def parallelism(self) -> int | None:
@@ -198,10 +209,9 @@ class RemoteBackend(JobBackend):
         total = 0
         for server in self.servers:
             try:
-                info = self._info(server)
+                workers = self._identity(server).info.get("workers")
             except ServerError:
                 continue
-            workers = info.get("workers")
             total += workers if isinstance(workers, int) and 0 < workers <= 4096 else 1
         return total or None
 
@@ -210,12 +220,12 @@ class RemoteBackend(JobBackend):
             servers = [
                 {
                     "url": s.url,
-                    "kind": s.kind or "unknown",
+                    "kind": s.identity.kind if s.identity else "unknown",
                     "judged": s.judged,
                     "failures": s.failures,
                     "out_of_rotation": s.dead_until > time.monotonic(),
                     "last_error": s.last_error,
-                    "backend": (s.info or {}).get("backend"),
+                    "backend": s.identity.info.get("backend") if s.identity else None,
                 }
                 for s in self.servers
             ]
@@ -393,6 +403,9 @@ class RemoteBackend(JobBackend):
             fell = dead and server.dead_until <= now
             if dead:
                 server.dead_until = now + DEAD_FOR_S
+                # it may return as another server: what it is and runs is asked again
+                server.identity = None
+                self._runtimes.clear()
         if fell:
             print(
                 f"warning: judge server {server.url} taken out of rotation for {DEAD_FOR_S:g} s: "
@@ -472,10 +485,12 @@ class RemoteBackend(JobBackend):
             payload = raw[:300].decode("utf-8", "replace")  # an error page (Flask's 404...)
         return status, payload
 
-    def _info(self, server: Server) -> dict[str, Any]:
-        """The server's `/api/info` (asked once), which also tells ours from ExecEval's."""
-        if server.info is not None:
-            return server.info
+    def _identity(self, server: Server) -> Identity:
+        """What the server is, from its `/api/info` (asked once per stay in rotation), which
+        also tells ours from ExecEval's."""
+        known = server.identity
+        if known is not None:
+            return known
         if self.api == "execeval":
             status, payload = 404, None
         else:
@@ -490,14 +505,16 @@ class RemoteBackend(JobBackend):
             kind = "execeval"
         else:
             raise ServerError(f"/api/info answered {status}: {str(payload)[:200]}")
+        identity = Identity(kind, payload)
         with self._lock:
-            server.info, server.kind = payload, kind
-        return payload
+            server.identity = identity
+        return identity
 
     def _runtime_info(self, server: Server, language: str) -> dict[str, Any]:
-        info = self._info(server)
-        if server.kind == "execeval":
-            return _execeval_runtime_info(info.get("runtimes", []), language, server.url)
+        identity = self._identity(server)
+        if identity.kind == "execeval":
+            runtimes = identity.info.get("runtimes", [])
+            return _execeval_runtime_info(runtimes, language, server.url)
         query = urllib.parse.urlencode({"language": language})
         status, payload = self._request(server, "GET", f"/api/info?{query}")
         if status != 200 or not isinstance(payload, dict):
@@ -512,11 +529,11 @@ class RemoteBackend(JobBackend):
     ) -> Result:
         """The server's result for `job`; `_Refused` when the server may not judge under
         `policy`, and INFRA_ERROR when its result was judged under a weaker one."""
-        self._info(server)
-        refusal = self.server_refusal(server, policy)
+        identity = self._identity(server)
+        refusal = self.server_refusal(server.url, identity, policy)
         if refusal:
             raise _Refused(refusal)
-        if server.kind == "execeval":
+        if identity.kind == "execeval":
             result = self._judge_execeval(server, job, timeout)
             return verdict_under_policy(
                 result, job, policy, REQUIRED_LAYERS, input_limits, server.url
@@ -547,7 +564,7 @@ class RemoteBackend(JobBackend):
         if result.verdict is Verdict.INFRA_ERROR:
             result.detail = f"judge server {server.url}: {result.detail}"
             return result
-        promised = _promised_layers(server.info or {})
+        promised = _promised_layers(identity.info)
         return verdict_under_policy(result, job, policy, promised, input_limits, server.url)
 
     def _judge_execeval(self, server: Server, job: Job, timeout: float) -> Result:
