@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from code_eval_taskpack.execution.c_binary import c_compiler, compile_c  # noqa: E402
 from code_eval_taskpack.execution.cpython_zygote import embedding_flags  # noqa: E402
 from code_eval_taskpack.execution.languages import resolve  # noqa: E402
 
@@ -110,7 +110,7 @@ int main(int argc, char **argv) {
 
 
 def build(folder: Path) -> Path:
-    cc = shutil.which("gcc") or shutil.which("cc")
+    cc = c_compiler()
     if cc is None:
         raise SystemExit("no C compiler")
     interpreter = resolve("Python 3").binary
@@ -122,8 +122,11 @@ def build(folder: Path) -> Path:
     flags, libs, _ = made
     source = folder / "embed.c"
     source.write_text(EMBED)
-    binary = folder / "embed"
-    subprocess.run([cc, *flags, "-o", str(binary), str(source), *libs], check=True)
+    binary, why = compile_c(
+        cc, flags, source, libs, folder / "embed", what="embedding", timeout_s=300
+    )
+    if binary is None:
+        raise SystemExit(why)
     return binary
 
 

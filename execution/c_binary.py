@@ -5,10 +5,16 @@ sees a half-written binary and two builders racing both end with a whole one."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+
+def c_compiler() -> str | None:
+    """The C compiler the engine builds its programs with: gcc, else cc (None when neither)."""
+    return shutil.which("gcc") or shutil.which("cc")
 
 
 def is_pie(path: str) -> bool:

@@ -4,7 +4,7 @@ the interpreter's own static library, so that it is the very interpreter the col
 The binary lives alone in a folder named by its content hash, which a sandbox shows as a
 `SharedFolder`; the sandbox init executes it with the cold command's argv (see launcher.c, frame
 words Z and W, and the contract in zygote.c). `build_zygote` is the cache build every zygote's
-builder ends with (this one, `pypy_zygote.py` and `ruby_zygote.py`).
+builder ends with (this one, and `zygote_seam.py`'s for PyPy and Ruby).
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import threading
 from pathlib import Path
 
 from . import config
-from .c_binary import compile_c, is_pie
+from .c_binary import c_compiler, compile_c, is_pie
 from .cache import cache_root
 
 ZYGOTE_SOURCE = Path(__file__).with_name("zygote.c")
@@ -93,18 +92,15 @@ def embedding_flags(interpreter: str) -> tuple[list[str], list[str], list[str]] 
 
 
 def _build(interpreter: str) -> tuple[Path | None, str]:
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        return None, "no C compiler to build the zygote"
     made = embedding_flags(interpreter)
     if isinstance(made, str):
         return None, made
     flags, libs, ident = made
-    return build_zygote("cpython", ZYGOTE_SOURCE, ident, cc, flags, libs)
+    return build_zygote("cpython", ZYGOTE_SOURCE, ident, flags, libs)
 
 
 def build_zygote(
-    kind: str, source: Path, ident: list[str], cc: str, flags: list[str], libs: list[str]
+    kind: str, source: Path, ident: list[str], flags: list[str], libs: list[str]
 ) -> tuple[Path | None, str]:
     """A zygote binary in a cache folder of its own, named by `kind` and the hash of its
     sources and `ident` (what makes it that interpreter's: its build, path, library, flags)."""
@@ -121,4 +117,7 @@ def build_zygote(
     except OSError as exc:
         return None, f"zygote build failed: {exc}"
     what = "zygote" if kind == "cpython" else f"{kind} zygote"
+    cc = c_compiler()
+    if cc is None:
+        return None, f"no C compiler to build the {what}"
     return compile_c(cc, flags, source, libs, folder / BINARY_NAME, what=what, timeout_s=300)

@@ -44,8 +44,11 @@
 /* B keeps fds 0-5: stdio, Ruby's eventfds (3 and 4, its own, made anew by Process.fork) and
    the script (5, opened anew by B) */
 #define RUBY_FDS 6
-/* what the prelude's last statement looks up (never set) */
-#define SEAM_VARIABLE "RUBY_ZYGOTE_SEAM"
+/* what the prelude's last statement looks up (never set): ruby_zygote.py passes startup.py's
+   name, so the two cannot differ */
+#ifndef SEAM_VARIABLE
+#error "build with -DSEAM_VARIABLE=\"NAME\" (ruby_zygote.py does)"
+#endif
 
 static int is_eventfd(int fd) {
     char link[64], want[] = "anon_inode:[eventfd]";

@@ -11,14 +11,12 @@ words Z and W, the contract in zygote.c and the differences in ruby_zygote.c).
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import threading
 from pathlib import Path
 
-from .c_binary import is_pie
-from .cpython_zygote import build_zygote
-from .pypy_zygote import seam_library
+from .startup import RUBY_SEAM
+from .zygote_seam import build_seam_zygote, seam_library
 
 ZYGOTE_SOURCE = Path(__file__).with_name("ruby_zygote.c")
 #: what Ruby's own main calls (main.c: the locale, then the interpreter's four steps), which the
@@ -66,9 +64,6 @@ def _header_version(archhdr: str, hdr: str) -> str:
 
 
 def _build(interpreter: str) -> tuple[Path | None, str]:
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        return None, "no C compiler to build the zygote"
     library, why = seam_library(interpreter, ENTRIES, "libruby")
     if library is None:
         return None, why
@@ -87,11 +82,8 @@ def _build(interpreter: str) -> tuple[Path | None, str]:
         return None, f"no headers of {interpreter} in {hdr} (package ruby-dev)"
     if _header_version(archhdr, hdr) != conf["ruby_version"]:
         return None, f"headers in {hdr} are not those of {interpreter} {conf['ruby_version']}"
-    # -rdynamic: libruby's calls of the open functions bind to the zygote's
-    flags = ["-O2", "-Wall", "-s", "-rdynamic", f"-I{archhdr}", f"-I{hdr}"]
-    if not is_pie(interpreter):
-        flags.append("-no-pie")
-    libs = [str(library)]
-    stat = library.stat()
-    ident = [conf["description"], interpreter, str(stat.st_size), str(stat.st_mtime_ns), *flags]
-    return build_zygote("ruby", ZYGOTE_SOURCE, ident, cc, flags, libs)
+    # the variable the prelude's last statement looks up: one name for both (startup.py)
+    flags = [f"-I{archhdr}", f"-I{hdr}", f'-DSEAM_VARIABLE="{RUBY_SEAM}"']
+    return build_seam_zygote(
+        "ruby", ZYGOTE_SOURCE, interpreter, library, conf["description"], flags
+    )

@@ -4,14 +4,13 @@ under a neutral argv with its configuration on stdin, and its `key=value` answer
 from __future__ import annotations
 
 import hashlib
-import shutil
 import subprocess
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from .c_binary import compile_c
+from .c_binary import c_compiler, compile_c
 from .cache import cache_root
 
 LAUNCHER_SOURCE = Path(__file__).with_name("launcher.c")
@@ -45,7 +44,7 @@ def launcher_binary(test_hooks: bool = False) -> tuple[Path | None, str]:
 
 
 def _build_launcher(test_hooks: bool) -> tuple[Path | None, str]:
-    cc = shutil.which("gcc") or shutil.which("cc")
+    cc = c_compiler()
     if cc is None:
         return None, "no C compiler to build the sandbox launcher"
     src = LAUNCHER_SOURCE.read_bytes()

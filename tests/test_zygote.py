@@ -306,9 +306,10 @@ def test_every_shared_python_program_judged_warm_as_cold(language: str) -> None:
 #: CPU seconds below any start of the interpreter (PyPy's and Ruby's cost more)
 START_S = {"Python 3": 0.003, "PyPy 3": 0.01, "Ruby 3": 0.005}
 #: a program that sums its input, per language
+PY_SUM = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
 SUM_SRC = {
-    "Python 3": "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n",
-    "PyPy 3": "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n",
+    "Python 3": PY_SUM,
+    "PyPy 3": PY_SUM,
     "Ruby 3": "puts $stdin.read.split.sum(&:to_i)\n",
 }
 
