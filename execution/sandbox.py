@@ -96,6 +96,8 @@ NS_SAMPLE_MS = 10
 #: two verdicts). Pages must be touched to count, and touching is bounded by memory bandwidth
 #: between two samples, so the overshoot stays what the README's accuracy note says.
 SAMPLED_AS_HEADROOM_MB = 4096
+#: `zygote_note` after a forked test the memory cgroup killed, which then ran again cold (`run`)
+WARM_OOM_NOTE = "a forked test was killed by the memory cgroup: it ran again cold, which decides"
 #: tests only: (launcher stage, purpose), e.g. ("setuid", "run"): every command of that purpose
 #: fails at that stage with EAGAIN, as a real setuid/exec failure would; ("unshare", purpose)
 #: makes the sandbox's start fail. Set, it selects the launcher built with -DTEST_HOOKS (the
@@ -468,7 +470,30 @@ class Sandbox:
         stdout's whole capture comes back as `stdout_file`, so a big output is never held by
         the engine. With `warm`, a command equal to the one `start_warm` started runs as a fresh
         process forked by that zygote; whenever it cannot (no zygote, another command, the
-        zygote gone or misbehaving) nothing of the program ran and the command runs cold."""
+        zygote gone or misbehaving) nothing of the program ran and the command runs cold. A
+        forked process the memory cgroup killed runs again cold, and the cold run decides: the
+        zygote's pages are charged in the run set, and a forked process's writes to them again,
+        so a forked process reaches the memory limit before the cold command, never after."""
+        out, forked = self._run_once(argv, limits, stdin, env, cwd, purpose, output_head, warm)
+        if forked and out.memory_exceeded:
+            if out.stdout_file is not None:
+                out.stdout_file.close()
+            self.zygote_note = WARM_OOM_NOTE
+            out, _ = self._run_once(argv, limits, stdin, env, cwd, purpose, output_head, False)
+        return out
+
+    def _run_once(
+        self,
+        argv: Sequence[str],
+        limits: Limits,
+        stdin: bytes,
+        env: Mapping[str, str] | None,
+        cwd: str | None,
+        purpose: str | None,
+        output_head: int | None,
+        warm: bool,
+    ) -> tuple[CommandOutcome, bool]:
+        """`run`'s one attempt: its outcome, and whether a process forked by the zygote ran."""
         if self._closed or self._proc is None:
             raise SandboxError("sandbox is closed")
         purpose = purpose or self._purposes[0]
@@ -496,6 +521,7 @@ class Sandbox:
             # nothing of the program ran: the zygote is gone, the test runs cold
             self._zygote = None
             self.zygote_note = parse_kv(line).get("why", "unknown")
+            warm = False
             if cs is not None:
                 cs.set_pids(limits.processes)
             self._send(payload)
@@ -534,7 +560,7 @@ class Sandbox:
             mem_exceeded = True
         timed_out = killed in ("cpu", "wall") or sig == _signal.SIGXCPU or cpu > limits.cpu_s
         error = info.get("error", "")
-        return CommandOutcome(
+        outcome = CommandOutcome(
             exit_code=int(info["code"]) if exited else None,
             signal=signal_name(sig) if sig else None,
             stdout=stdout,
@@ -552,6 +578,7 @@ class Sandbox:
             error_errno=int(info.get("error_errno") or 0) if error else 0,
             stdout_file=stdout_file,
         )
+        return outcome, warm
 
     @property
     def warm_ready(self) -> bool:

@@ -20,7 +20,12 @@ from code_eval_taskpack.execution.host_probe import host_isolation
 from code_eval_taskpack.execution.languages import resolve
 from code_eval_taskpack.execution.limits import Limits, run_limits
 from code_eval_taskpack.execution.runner import judge_with, source_layout
-from code_eval_taskpack.execution.sandbox import CommandOutcome, Sandbox, default_env
+from code_eval_taskpack.execution.sandbox import (
+    WARM_OOM_NOTE,
+    CommandOutcome,
+    Sandbox,
+    default_env,
+)
 from code_eval_taskpack.execution.strategies import BuildPlan, Host, build_plan
 from code_eval_taskpack.execution.types import Verdict
 from tests.conftest import require, require_binary
@@ -102,8 +107,8 @@ class Pair:
             for i in inputs:
                 outs.append(self._run(sb, i, True))
                 self.notes.append(sb.zygote_note)
-            if expect_warm:  # never a pass by falling back to cold
-                assert sb.warm_ready, sb.zygote_note
+            if expect_warm:  # never a pass by falling back to cold, but after a forked OOM
+                assert sb.warm_ready or sb.zygote_note == WARM_OOM_NOTE, sb.zygote_note
             return outs
 
     def _run(self, sb: Sandbox, stdin: bytes, warm: bool) -> CommandOutcome:
@@ -468,6 +473,43 @@ def test_memory_and_cpu_limits_keep_their_verdicts(language: str) -> None:
             assert runner.test_verdict(out)[0] is verdict, (out.stderr[-300:], out.cpu_s)
         if verdict is Verdict.TIME_LIMIT_EXCEEDED:  # the zygote's start-up is counted in
             assert all(0.5 <= o.cpu_s < 0.8 for o in [*cold, *warm])
+        else:  # the forked test's OOM was decided by its cold run, and the rest ran cold
+            assert pair.notes == [WARM_OOM_NOTE] * 2
+
+
+#: a program that logs each run of it in its work dir, then balloons on "hog", and on
+#: "forked-hog" only when forked by the zygote (whose binary /proc/self/exe names)
+RUNS_LOGGED = """
+import os, sys
+what = sys.stdin.read()
+with open("/box/runs", "a") as f:
+    f.write(what + "\\n")
+forked = os.path.basename(os.readlink("/proc/self/exe")) == "zygote"
+if what == "hog" or (what == "forked-hog" and forked):
+    x = []
+    while True:
+        x.append(bytearray(1 << 20))
+print(open("/box/runs").read().split())
+"""
+
+
+def test_a_forked_test_the_memory_cgroup_kills_runs_again_cold(language: str) -> None:
+    """The zygote's pages are charged once in the run set, and a forked test's writes to them
+    again, so a forked test reaches the memory limit before the cold command: its OOM is never
+    a verdict, its cold run is. Cold OOMs are not run again."""
+    limits = Limits(cpu_s=2, wall_s=10, memory_mb=HOG_MB[language])
+    pair = Pair(RUNS_LOGGED, limits, language)
+    inputs = [b"a", b"forked-hog", b"hog", b"b"]
+    cold, warm = pair.cold(inputs), pair.warm(inputs)
+    assert [runner.test_verdict(o)[0] for o in warm] == [runner.test_verdict(o)[0] for o in cold]
+    assert runner.test_verdict(cold[2])[0] is Verdict.MEMORY_LIMIT_EXCEEDED
+    assert cold[1].stdout == b"['a', 'forked-hog']\n"
+    assert cold[3].stdout == b"['a', 'forked-hog', 'hog', 'b']\n"
+    # warm: "forked-hog" ran forked, was killed and ran again cold (and passed, as cold);
+    # "hog" and "b" then ran cold, once each
+    assert warm[1].stdout == b"['a', 'forked-hog', 'forked-hog']\n"
+    assert warm[3].stdout == b"['a', 'forked-hog', 'forked-hog', 'hog', 'b']\n"
+    assert pair.notes[:2] == ["", WARM_OOM_NOTE]
 
 
 def test_what_a_program_changes_reaches_the_next_test_only_as_cold_allows(language: str) -> None:
