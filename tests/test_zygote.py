@@ -5,6 +5,7 @@ the shared ChatGPT set on its tests, and hostile programs that go after the zygo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -78,6 +79,7 @@ class Pair:
         self.plan, self.argv = plan_for(src, language)
         self.source = resolve(language).source
         self.src = src
+        self.language = language
         self.limits = limits
         self.env = default_env("/box")
         self.notes: list[str] = []
@@ -285,22 +287,39 @@ def shared_jobs(
         yield job["id"], job["source_code"], tests, limits
 
 
+def at_the_memory_edge(pair: Pair, stdin: bytes, warm: CommandOutcome) -> bool:
+    """Whether the cold command's verdict on `stdin` changes between 1 MB below and 1 MB above
+    the memory limit, and the warm one is one of the two: the kernel's own charges to a run set
+    (a few hundred KB, more after a test was killed) then decide it, cold as warm."""
+    verdicts = []
+    for step in (-1, 1):
+        limits = dataclasses.replace(pair.limits, memory_mb=pair.limits.memory_mb + step)
+        (out,) = Pair(pair.src, limits, pair.language).cold([stdin])
+        verdicts.append(runner.test_verdict(out)[0])
+    return verdicts[0] != verdicts[1] and runner.test_verdict(warm)[0] in verdicts
+
+
 def assert_shared_programs_judged_warm_as_cold(language: str, cluster: str) -> None:
     """The 106 shared programs of `cluster`, run as `language` on their sample tests: every
-    outcome and verdict the same warm as cold."""
+    outcome and verdict the same warm as cold, but for a test whose cold verdict changes
+    within 1 MB of its memory limit (`at_the_memory_edge`; one of the shared Python programs
+    as PyPy, a loop that needs its 256 MB but for less than 1 MB)."""
     jobs = list(shared_jobs(language, cluster))
     assert len(jobs) == 106
-    differ, warm_tests = [], 0
+    differ: list[tuple[str, object]] = []
+    edge: list[tuple[str, object]] = []
+    warm_tests = 0
     for ident, src, tests, limits in jobs:
         pair = Pair(src, limits, language)
         inputs = [t.input.encode() for t in tests]
         cold, warm = pair.cold(inputs), pair.warm(inputs)
         warm_tests += len(warm)
-        for t, c, w in zip(tests, cold, warm, strict=True):
+        for t, stdin, c, w in zip(tests, inputs, cold, warm, strict=True):
             verdicts = [(observed(o), outputs_match(o.stdout, t.output, "default")) for o in (c, w)]
             if verdicts[0] != verdicts[1]:
-                differ.append((ident, verdicts))
+                (edge if at_the_memory_edge(pair, stdin, w) else differ).append((ident, verdicts))
     assert not differ, differ[:3]
+    assert len(edge) <= 1, edge
     assert warm_tests >= 200
 
 
