@@ -104,6 +104,10 @@ def build_zygote(
 ) -> tuple[Path | None, str]:
     """A zygote binary in a cache folder of its own, named by `kind` and the hash of its
     sources and `ident` (what makes it that interpreter's: its build, path, library, flags)."""
+    what = "zygote" if kind == "cpython" else f"{kind} zygote"
+    cc = c_compiler()
+    if cc is None:
+        return None, f"no C compiler to build the {what}"
     digest = hashlib.sha256(
         source.read_bytes()
         + PROTOCOL_SOURCE.read_bytes()
@@ -116,8 +120,4 @@ def build_zygote(
         os.chmod(folder, 0o755)
     except OSError as exc:
         return None, f"zygote build failed: {exc}"
-    what = "zygote" if kind == "cpython" else f"{kind} zygote"
-    cc = c_compiler()
-    if cc is None:
-        return None, f"no C compiler to build the {what}"
     return compile_c(cc, flags, source, libs, folder / BINARY_NAME, what=what, timeout_s=300)

@@ -560,7 +560,7 @@ class Sandbox:
             mem_exceeded = True
         timed_out = killed in ("cpu", "wall") or sig == _signal.SIGXCPU or cpu > limits.cpu_s
         error = info.get("error", "")
-        outcome = CommandOutcome(
+        return CommandOutcome(
             exit_code=int(info["code"]) if exited else None,
             signal=signal_name(sig) if sig else None,
             stdout=stdout,
@@ -577,8 +577,7 @@ class Sandbox:
             error_stage=info.get("error_stage", "") if error else "",
             error_errno=int(info.get("error_errno") or 0) if error else 0,
             stdout_file=stdout_file,
-        )
-        return outcome, warm
+        ), warm
 
     @property
     def warm_ready(self) -> bool:

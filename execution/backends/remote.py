@@ -5,8 +5,8 @@ requests in flight (round robin among equals), under a timeout derived from its 
 connection error, a timeout or a malformed reply takes that server out of rotation for
 `DEAD_FOR_S` seconds (said on stderr) and the job is retried on another one (bounded attempts);
 a 503 is retried after its `Retry-After`. A server that falls is forgotten: what it is and the
-runtimes it reported (`/api/info`) are asked again, as it may come back as another server. Whatever happens, each job gets exactly one result,
-and that result says which server judged it (`isolation["judged_by"]`), which failed it first
+runtimes it reported (`/api/info`) are asked again, as it may come back as another server.
+Whatever happens, each job gets exactly one result, and that result says which server judged it (`isolation["judged_by"]`), which failed it first
 (`failed_servers`) and which were out of rotation (`servers_out_of_rotation`). A reply is
 hostile input: one deadline bounds the whole exchange, its size and JSON values are bounded by
 what a result of the job can be (`remote_protocol.result_reply_bound`), and anything but a
