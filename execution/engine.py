@@ -24,6 +24,7 @@ from .cache import ResultCache, job_key
 from .compare import MODES
 from .compile_cache import CompileCache
 from .config import EngineConfig, using
+from .execeval_compat import execeval_line_ends
 from .inputs import DEFAULT_INPUT_LIMITS, InputLimits, validate_job
 from .isolation import check_policy
 from .languages import Runtime
@@ -111,6 +112,8 @@ class Engine:
         validate_job(job, self.input_limits)  # raises InvalidJob (a ValueError)
         if job.comparator == "default" and self.comparator != "default":
             job = dataclasses.replace(job, comparator=self.comparator)
+        if job.comparator == "execeval":  # ExecEval's comparison comes with its line ends
+            job = execeval_line_ends(job)
         return job, runtime
 
     def judge(self, job: Job) -> Result:

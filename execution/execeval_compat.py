@@ -18,6 +18,8 @@ what our engine runs:
   cgroup limit instead of an address-space limit; `nofile`; `nproc` as RLIMIT_NPROC; no `limits`
   at all is the runtime's `limits_by_lang.yaml` entry) and a report of what was applied and what
   was not;
+- `execeval_line_ends`: ExecEval's line-end rule, applied to every job judged with its comparator
+  (every `\r` removed from the source, the tests' inputs and their expected outputs);
 - `execeval_outcome`: our verdict of a test mapped onto ExecEval's six outcomes, with ExecEval's
   rules (a crash with empty stderr, or stderr naming a memory error, is MEMORY_LIMIT_EXCEEDED; a
   time kill is TIME_LIMIT_EXCEEDED whatever stderr holds).
@@ -30,14 +32,14 @@ import os
 import re
 import shlex
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .languages import Runtime
 from .limits import RunOverrides, cpu_count
 from .sandbox_launcher import DEFAULT_PATH
 from .sandbox_view import is_system_path
-from .types import EXECEVAL_VERDICTS, TestResult, Verdict
+from .types import EXECEVAL_VERDICTS, Job, TestCase, TestResult, Verdict
 
 MIB = 1024 * 1024
 #: ExecEval's `ResourceLimits` defaults (applied to every field a request leaves out)
@@ -490,6 +492,27 @@ def execeval_limits(entry: ExecEvalRuntime, runtime: Runtime, raw: Any) -> Limit
         stack_mb=stack_mb,
     )
     return LimitsPlan(float(cpu), memory_mb, overrides, applied, not_applied)
+
+
+# -- line ends --------------------------------------------------------------------------------
+
+
+def _no_cr(text: str) -> str:
+    return text.replace("\r", "")
+
+
+def execeval_line_ends(job: Job) -> Job:
+    """`job` as ExecEval runs it: every `\r` removed from the source code, each test's input and
+    each expected output, before anything runs (its `convert_crlf_to_lf`, applied to the code
+    and to every unit test). xCodeEval's hidden tests use CRLF line ends, so a program that keeps
+    the `\r` it reads fails here where ExecEval passed it unless the rule is applied; the
+    unchanged job is returned when there is no `\r` (the common case: no copy)."""
+    if "\r" not in job.source_code and not any(
+        "\r" in t.input or any("\r" in o for o in t.output) for t in job.tests
+    ):
+        return job
+    tests = tuple(TestCase(_no_cr(t.input), tuple(_no_cr(o) for o in t.output)) for t in job.tests)
+    return replace(job, source_code=_no_cr(job.source_code), tests=tests)
 
 
 # -- outcomes ---------------------------------------------------------------------------------

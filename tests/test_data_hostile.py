@@ -282,7 +282,7 @@ def test_xcodeeval_row_ids_with_whitespace_or_case_do_not_join_silently(
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     if uid == "{uid_upper}":
         # hex ids in upper case are a different id; the join reports it, never drops it silently
-        docs = xdocs.build_docs(
+        docs, report = xdocs.build_docs(
             "translate",
             "xcodeeval_translate_python",
             ["Python"],
@@ -291,6 +291,7 @@ def test_xcodeeval_row_ids_with_whitespace_or_case_do_not_join_silently(
             {},
         )
         assert docs and all(d["_unscored_rows"] >= 1 for d in docs)
+        assert real.upper() in report.missing_problem
         return
     with pytest.raises(DataError, match="surrounding whitespace") as err:
         xdocs.build_docs(

@@ -285,7 +285,7 @@ def test_retrieval_lists_every_missing_cluster_file(tmp_path: Path) -> None:
     copy = tmp_path / "xce"
     shutil.copytree(FIXTURES, copy)
     for name in ("C#", "Kotlin", "PHP"):
-        (copy / f"retrieval_nl_code/dev/{name}_nl_code_dev_file.jsonl").unlink()
+        (copy / f"retrieval_nl_code/validation/{name}_nl_code_dev_file.jsonl").unlink()
     with pytest.raises(DataError) as err:
         xdocs.build_docs(
             "retrieval_nl_code",
@@ -298,4 +298,4 @@ def test_retrieval_lists_every_missing_cluster_file(tmp_path: Path) -> None:
     text = str(err.value)
     assert "reads 11 files and 3 are missing" in text
     for name in ("C#", "Kotlin", "PHP"):
-        assert f"retrieval_nl_code/dev/{name}_nl_code_dev_file.jsonl" in text
+        assert f"retrieval_nl_code/validation/{name}_nl_code_dev_file.jsonl" in text

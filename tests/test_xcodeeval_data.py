@@ -154,16 +154,17 @@ def test_default_source_is_the_hub_through_fetch_hub_file(monkeypatch: pytest.Mo
 
 
 def test_split_folders_follow_the_authors_published_tree(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The trees of the authors' task pages: retrieval folders call validation `dev/`."""
+    """The Hub's tree: the retrieval validation files live in `validation/` (the dataset's May
+    2023 fix moved them there from `dev/`, the stale first upload) and keep their `dev` names."""
     expected = {
         (
             "retrieval_nl_code",
             "validation",
             "C#",
-        ): "retrieval_nl_code/dev/C#_nl_code_dev_file.jsonl",
+        ): "retrieval_nl_code/validation/C#_nl_code_dev_file.jsonl",
         ("retrieval_nl_code", "test", "C++"): "retrieval_nl_code/test/C++_nl_code_test_file.jsonl",
         ("retrieval_code_code", "validation", "Python"): (
-            "retrieval_code_code/dev/Python_code_code_dev_file.jsonl"
+            "retrieval_code_code/validation/Python_code_code_dev_file.jsonl"
         ),
         ("retrieval_code_code", "test", "Rust"): (
             "retrieval_code_code/test/Rust_code_code_test_file.jsonl"
@@ -178,17 +179,17 @@ def test_split_folders_follow_the_authors_published_tree(monkeypatch: pytest.Mon
         "validation": "program_synthesis/validation/prog_syn_val.jsonl",
         "test": "program_synthesis/test/prog_syn_test.jsonl",
     }
-    # the fixtures are in that layout, and the retrieval task asks the Hub for the dev files
+    # the fixtures are in that layout, and the retrieval task asks the Hub for those files
     assert (FIXTURES / expected[("retrieval_nl_code", "validation", "C#")]).is_file()
-    assert not (FIXTURES / "retrieval_nl_code" / "validation").exists()
+    assert not (FIXTURES / "retrieval_nl_code" / "dev").exists()
     calls = serve_hub(monkeypatch, FIXTURES)
     monkeypatch.delenv("XCODEEVAL_DATA", raising=False)
     tasks = ["xcodeeval_retrieval_nl_code", "xcodeeval_retrieval_code_code"]
     loaded = _load(task_manager({}), tasks)
     assert all(len(list(loaded[t].test_docs())) == 22 for t in tasks)
     asked = [c.filename for c in calls]
-    assert "retrieval_code_code/dev/Kotlin_code_code_dev_file.jsonl" in asked
-    assert not [f for f in asked if "/validation/" in f]
+    assert "retrieval_code_code/validation/Kotlin_code_code_dev_file.jsonl" in asked
+    assert not [f for f in asked if "/dev/" in f]
 
 
 def test_hub_error_names_the_file_and_the_task(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -222,7 +223,7 @@ def test_local_copy_by_environment_and_missing_file_error(
 def test_unjoinable_rows_are_counted_and_reported(caplog: pytest.LogCaptureFixture) -> None:
     source = xd.DataSource(FIXTURES)
     rows, report = xd.joined_exec_rows(
-        source, "code_translation", "validation", list(xd.CLUSTERS), "xcodeeval_translate_x"
+        source, kinds.TRANSLATE, "validation", list(xd.CLUSTERS), "xcodeeval_translate_x"
     )
     assert report.total == 23 and len(rows) == 22
     assert report.missing_problem == [fx.UNKNOWN] and report.unscored == 1
@@ -244,9 +245,12 @@ def test_bad_rows_are_errors_naming_file_row_and_field(tmp_path: Path) -> None:
     bad.write_text('{"a": 1}\n{not json\n', encoding="utf-8")
     with pytest.raises(DataError, match=r"rows\.jsonl, row 2"):
         xd.read_jsonl(bad)
-    row = dict(fx.PROBLEMS[0], time_limit="fast")
+    row = dict(fx.PROBLEMS[0])
+    del row["time_limit"]
     with pytest.raises(DataError, match=r"row 7, field 'time_limit'"):
         xd.Problem.from_row(row, "p.jsonl", 7)
+    # an unreadable limit in one row: the problem has none (its rows are counted when judged)
+    assert xd.Problem.from_row(dict(fx.PROBLEMS[0], time_limit="fast"), "p", 7).time_limit_s is None
     assert xd.parse_time_limit("2 seconds") == 2.0 and xd.parse_time_limit("0.5 seconds") == 0.5
     assert xd.parse_memory_limit("256 megabytes") == 256
     db = {"u": [{"input": "1", "output": "x", "extra": 5}], "v": [{"input": "1"}]}

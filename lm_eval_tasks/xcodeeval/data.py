@@ -20,6 +20,7 @@ import functools
 import json
 import logging
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,7 @@ SYNTHESIS_FILES = {
 
 DATA_DIR_KEY, DATA_DIR_ENV = xs.DATA_DIR.key, xs.DATA_DIR.env
 SAMPLE_TESTS_KEY, SAMPLE_TESTS_ENV = xs.SAMPLE_TESTS.key, xs.SAMPLE_TESTS.env
+HIDDEN_WITHOUT_TRUNCATED = "hidden without truncated"
 LOCAL_COPY = f"{DATA_DIR_KEY} (--metadata) or ${DATA_DIR_ENV}"
 SAMPLE_TESTS_HINT = (
     f"or run on the public sample tests instead with --metadata '{{\"{SAMPLE_TESTS_KEY}\": true}}' "
@@ -86,16 +88,14 @@ def cluster_file(task_dir: str, split: str, cluster: str) -> str:
         raise ValueError(f"unknown xCodeEval task folder {task_dir!r}")
     if cluster not in CLUSTERS:
         raise ValueError(f"unknown language cluster {cluster!r}; accepted: {', '.join(CLUSTERS)}")
-    # The authors' trees call the retrieval folders' validation split `dev/` (files
-    # `*_dev_file.jsonl`); every other folder is named after its split.
-    retrieval = task_dir.startswith("retrieval_")
     folder = check_split(split)
-    if retrieval and folder == "validation":
-        folder = "dev"
-    if retrieval:
-        # e.g. retrieval_nl_code/dev/C++_nl_code_dev_file.jsonl (the Hub's own naming)
+    if task_dir.startswith("retrieval_"):
+        # The Hub keeps the retrieval validation rows in `validation/` (moved from `dev/` in the
+        # dataset's May 2023 fix; `dev/` is the stale first upload) and still names the files
+        # after `dev`: retrieval_nl_code/validation/C++_nl_code_dev_file.jsonl.
         kind = task_dir.removeprefix("retrieval_")
-        return f"{task_dir}/{folder}/{cluster}_{kind}_{folder}_file.jsonl"
+        stem = "dev" if folder == "validation" else folder
+        return f"{task_dir}/{folder}/{cluster}_{kind}_{stem}_file.jsonl"
     return f"{task_dir}/{folder}/{cluster}.jsonl"
 
 
@@ -114,11 +114,15 @@ class DataSource:
     local_dir: Path | None = None
     sample_tests: bool = False
     names: SettingNames = field(default=LM_EVAL_NAMES, compare=False)
+    drop_truncated: bool = False  # judge without the hidden tests the publisher cut short
 
     @property
     def tests_kind(self) -> str:
-        """The tests that judge programs, as reports name them: "sample" or "hidden"."""
-        return "sample" if self.sample_tests else "hidden"
+        """The tests that judge programs, as reports name them: "sample", "hidden" (the paper's
+        protocol, cut tests kept) or "hidden without truncated" (a different protocol)."""
+        if self.sample_tests:
+            return "sample"
+        return HIDDEN_WITHOUT_TRUNCATED if self.drop_truncated else "hidden"
 
     def describe(self) -> str:
         return str(self.local_dir) if self.local_dir else f"hf://datasets/{HUB_REPO}"
@@ -126,13 +130,21 @@ class DataSource:
     def ref(self) -> str:
         """A string form stored in lm-eval docs, so filters can reopen the same data."""
         return json.dumps(
-            {"dir": str(self.local_dir) if self.local_dir else None, "sample": self.sample_tests}
+            {
+                "dir": str(self.local_dir) if self.local_dir else None,
+                "sample": self.sample_tests,
+                "drop_truncated": self.drop_truncated,
+            }
         )
 
     @classmethod
     def from_ref(cls, ref: str) -> DataSource:
         raw = json.loads(ref)
-        return cls(Path(raw["dir"]) if raw["dir"] else None, bool(raw["sample"]))
+        return cls(
+            Path(raw["dir"]) if raw["dir"] else None,
+            bool(raw["sample"]),
+            drop_truncated=bool(raw.get("drop_truncated", False)),
+        )
 
     def has(self, relpath: str) -> bool:
         """Whether a local copy holds `relpath` (the Hub is assumed to hold every file)."""
@@ -173,14 +185,15 @@ def source_from_settings(
 ) -> DataSource:
     """The data source chosen by lm-eval metadata / model_args / environment; its errors name
     the settings as `names` says."""
-    values = parse_settings((xs.DATA_DIR, xs.SAMPLE_TESTS), kwargs)
+    values = parse_settings((xs.DATA_DIR, xs.SAMPLE_TESTS, xs.DROP_TRUNCATED), kwargs)
     local, sample = values[DATA_DIR_KEY], values[SAMPLE_TESTS_KEY]
+    drop = bool(values[xs.DROP_TRUNCATED.key]) and not sample
     if local is not None:
         root = Path(str(local)).expanduser()
         if not root.is_dir():
             raise DataError(root, f"xCodeEval data dir does not exist (set by {names.local_copy})")
-        return DataSource(root.resolve(), sample, names)
-    return DataSource(None, sample, names)
+        return DataSource(root.resolve(), sample, names, drop)
+    return DataSource(None, sample, names, drop)
 
 
 # --------------------------------------------------------------------------- raw readers
@@ -247,6 +260,34 @@ def parse_memory_limit(text: Any, path: Path | str = "?", row: int | None = None
     return int(float(m.group(1)))
 
 
+#: the columns every problem row has (a file without one of them is malformed); their values
+#: may still be null or odd in single rows, which public loaders of the real file meet
+PROBLEM_COLUMNS = (
+    "src_uid",
+    "description",
+    "input_spec",
+    "output_spec",
+    "input_from",
+    "output_to",
+    "time_limit",
+    "memory_limit",
+    "sample_inputs",
+    "sample_outputs",
+    "tags",
+)
+#: what a null `input_from` / `output_to` means on Codeforces (counted when used)
+STANDARD_STREAMS = {"input_from": "standard input", "output_to": "standard output"}
+
+
+class UnusableProblem(Exception):
+    """A problem row whose values cannot make a prompt or a judged problem (blank description,
+    sample inputs and outputs of different counts, a field of the wrong type)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
 @dataclass(frozen=True)
 class Problem:
     """One Codeforces problem as xCodeEval describes it."""
@@ -260,70 +301,165 @@ class Problem:
     sample_outputs: tuple[str, ...]
     input_from: str
     output_to: str
-    time_limit_s: float
-    memory_limit_mb: int
+    time_limit_s: float | None  # None: absent or unreadable in the row (see `limits_note`)
+    memory_limit_mb: int | None
     tags: tuple[str, ...]
     difficulty: int | None
+    #: fields that were null in the row and were read as their documented default
+    defaulted: tuple[str, ...] = ()
+
+    @property
+    def has_limits(self) -> bool:
+        return self.time_limit_s is not None and self.memory_limit_mb is not None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], path: Path | str, lineno: int) -> Problem:
-        """One problem row, checked: every field the prompts or the judge use must be there with
-        its type; only `notes` and `difficulty` may be null. `input_spec`/`output_spec` may be
-        empty text (some statements have none), never absent."""
+        """One problem row. A missing column or a bad `src_uid` is a DataError (the file is
+        malformed); values public loaders meet in single rows of the real file are read as
+        such: null specs are empty, a null `input_from`/`output_to` is the standard stream,
+        a null or unreadable limit is None. A row that cannot make a prompt (blank description,
+        sample inputs and outputs of different counts, a field of the wrong type) raises
+        `UnusableProblem`, which the loaders count per row rather than stop on."""
+        for column in PROBLEM_COLUMNS:
+            if column not in row:
+                raise DataError(path, "missing required column", row=lineno, field=column)
+        uid = require_uid(row, "src_uid", path, lineno)
+        defaulted: list[str] = []
 
-        def text(name: str, allow_empty: bool = False) -> str:
-            return datafiles.required_text(row, name, path, lineno, allow_empty=allow_empty)
+        def text(name: str, default: str | None = None) -> str:
+            value = row.get(name)
+            if value is None and default is not None:
+                defaulted.append(name)
+                return default
+            if not isinstance(value, str):
+                raise UnusableProblem(name, f"expected text, got {value!r:.40}")
+            return value
 
-        inputs = datafiles.text_list(row, "sample_inputs", path, lineno)
-        outputs = datafiles.text_list(row, "sample_outputs", path, lineno)
+        def texts(name: str) -> tuple[str, ...]:
+            value = row.get(name)
+            if value is None:
+                return ()
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise UnusableProblem(name, "expected a list of texts")
+            return tuple(value)
+
+        description = text("description")
+        if not description.strip():
+            raise UnusableProblem("description", "blank")
+        inputs, outputs = texts("sample_inputs"), texts("sample_outputs")
         if len(inputs) != len(outputs):
-            raise DataError(
-                path,
-                f"{len(inputs)} sample inputs but {len(outputs)} sample outputs",
-                row=lineno,
-                field="sample_outputs",
+            raise UnusableProblem(
+                "sample_outputs", f"{len(inputs)} sample inputs but {len(outputs)} sample outputs"
             )
         notes = row.get("notes")
+        try:
+            difficulty = optional_int(row, "difficulty", path, lineno)
+        except DataError:
+            difficulty = None  # shown in reports only: never a reason to drop a problem
         return cls(
-            src_uid=require_uid(row, "src_uid", path, lineno),
-            description=text("description"),
-            input_spec=text("input_spec", allow_empty=True),
-            output_spec=text("output_spec", allow_empty=True),
-            notes=None if notes is None else text("notes", allow_empty=True),
-            sample_inputs=tuple(inputs),
-            sample_outputs=tuple(outputs),
-            input_from=text("input_from"),
-            output_to=text("output_to"),
-            time_limit_s=parse_time_limit(text("time_limit"), path, lineno),
-            memory_limit_mb=parse_memory_limit(text("memory_limit"), path, lineno),
-            tags=tuple(datafiles.text_list(row, "tags", path, lineno)),
-            difficulty=optional_int(row, "difficulty", path, lineno),
+            src_uid=uid,
+            description=description,
+            input_spec=text("input_spec", ""),
+            output_spec=text("output_spec", ""),
+            notes=None if notes is None else text("notes"),
+            sample_inputs=inputs,
+            sample_outputs=outputs,
+            input_from=text("input_from", STANDARD_STREAMS["input_from"]),
+            output_to=text("output_to", STANDARD_STREAMS["output_to"]),
+            time_limit_s=_limit(parse_time_limit, row.get("time_limit")),
+            memory_limit_mb=_limit(parse_memory_limit, row.get("memory_limit")),
+            tags=texts("tags"),
+            difficulty=difficulty,
+            defaulted=tuple(defaulted),
         )
 
     def sample_tests(self) -> list[dict[str, Any]]:
         return sample_tests(self.sample_inputs, self.sample_outputs)
 
 
+def _limit(parse: Any, value: Any) -> Any:
+    """A limit as `parse` reads it, or None when the row has none it can read."""
+    if value is None:
+        return None
+    try:
+        return parse(value)
+    except DataError:
+        return None
+
+
 def sample_tests(inputs: Sequence[str], outputs: Sequence[str]) -> list[dict[str, Any]]:
     """Public sample tests in the normalised test form: one accepted output each."""
-    return [{"input": i, "output": [o]} for i, o in zip(inputs, outputs, strict=True)]
+    return [
+        {"input": crlf_to_lf(i), "output": [crlf_to_lf(o)]}
+        for i, o in zip(inputs, outputs, strict=True)
+    ]
+
+
+@dataclass
+class ProblemSet:
+    """The problems of one `problem_descriptions.jsonl` (or synthesis file): usable ones by
+    src_uid, unusable ones with their reason, and what null values were read as defaults."""
+
+    path: str
+    usable: dict[str, Problem] = field(default_factory=dict)
+    unusable: dict[str, str] = field(default_factory=dict)  # src_uid -> "line N: field: why"
+    _logged: bool = field(default=False, repr=False)
+
+    def add_row(self, row: Mapping[str, Any], lineno: int, seen: datafiles.IdRegistry) -> None:
+        try:
+            problem = Problem.from_row(row, self.path, lineno)
+        except UnusableProblem as exc:
+            uid = require_uid(row, "src_uid", self.path, lineno)
+            seen.add(uid, lineno)
+            self.unusable[uid] = f"line {lineno}: {exc}"
+            return
+        seen.add(problem.src_uid, lineno)
+        self.usable[problem.src_uid] = problem
+
+    def log(self, needed_by: str) -> None:
+        """One warning per file version for the rows not usable and the null values defaulted."""
+        if self._logged:
+            return
+        self._logged = True
+        if self.unusable:
+            examples = "; ".join(f"{u} ({why})" for u, why in list(self.unusable.items())[:3])
+            log.warning(
+                "%s: %d problem rows of %s cannot make a prompt and are not used, e.g. %s",
+                needed_by,
+                len(self.unusable),
+                self.path,
+                examples,
+            )
+        defaulted = Counter(f for p in self.usable.values() for f in p.defaulted)
+        if defaulted:
+            log.warning(
+                "%s: null values in %s read as their defaults (empty specs, standard streams): %s",
+                needed_by,
+                self.path,
+                ", ".join(f"{f} {n}" for f, n in sorted(defaulted.items())),
+            )
 
 
 @functools.lru_cache(maxsize=8)
-def _problems(path: str, mtime: float) -> dict[str, Problem]:
-    out: dict[str, Problem] = {}
+def _problems(path: str, mtime: float) -> ProblemSet:
+    out = ProblemSet(path)
     seen = datafiles.IdRegistry(path, "src_uid")
     for lineno, row in datafiles.jsonl_rows(path):
-        problem = Problem.from_row(row, path, lineno)
-        seen.add(problem.src_uid, lineno)
-        out[problem.src_uid] = problem
+        out.add_row(row, lineno, seen)
     return out
 
 
-def load_problems(source: DataSource, needed_by: str) -> dict[str, Problem]:
-    """`problem_descriptions.jsonl` keyed by src_uid."""
+def load_problem_set(source: DataSource, needed_by: str) -> ProblemSet:
+    """`problem_descriptions.jsonl`, read once per file version (see `ProblemSet`)."""
     path = source.path(PROBLEMS_FILE, needed_by)
-    return _problems(str(path), path.stat().st_mtime)
+    problems = _problems(str(path), path.stat().st_mtime)
+    problems.log(needed_by)
+    return problems
+
+
+def load_problems(source: DataSource, needed_by: str) -> dict[str, Problem]:
+    """The usable problems of `problem_descriptions.jsonl`, keyed by src_uid."""
+    return load_problem_set(source, needed_by).usable
 
 
 class UnitTests:
@@ -335,13 +471,48 @@ class UnitTests:
 
     def __init__(self, raw: dict[str, Any]) -> None:
         self.raw = raw
-        self._tests: dict[str, list[dict[str, Any]] | None] = {}
+        self._tests: dict[tuple[str, bool], list[dict[str, Any]] | None] = {}
 
-    def tests(self, src_uid: str) -> list[dict[str, Any]] | None:
-        """`tests_for` one problem, memoised."""
-        if src_uid not in self._tests:
-            self._tests[src_uid] = tests_for(self.raw, src_uid)
-        return self._tests[src_uid]
+    def tests(self, src_uid: str, drop_truncated: bool = False) -> list[dict[str, Any]] | None:
+        """`tests_for` one problem, memoised; with `drop_truncated`, without the tests the
+        publisher cut short (None when none is left)."""
+        key = (src_uid, drop_truncated)
+        if key not in self._tests:
+            tests = self.tests(src_uid) if drop_truncated else tests_for(self.raw, src_uid)
+            if drop_truncated and tests is not None:
+                tests = [t for t in tests if not is_truncated(t)] or None
+            self._tests[key] = tests
+        return self._tests[key]
+
+    def truncated(self, src_uids: Iterable[str]) -> tuple[int, int]:
+        """(problems, tests) among `src_uids` whose hidden tests include cut ones."""
+        problems = tests = 0
+        for uid in dict.fromkeys(src_uids):
+            cut = sum(is_truncated(t) for t in self.tests(uid) or ())
+            problems += cut > 0
+            tests += cut
+        return problems, tests
+
+
+#: Codeforces shows a long test cut after 255 or 511 characters, followed by `...`; the public
+#: `unittest_db.json` holds some tests in that form (435 of the 5,579 tests of the 106
+#: validation problems, in 11 problems). No program can pass such a test.
+CUT_MARK = "..."
+CUT_AFTER = 255
+
+
+def is_truncated(test: Mapping[str, Any]) -> bool:
+    """Whether a normalised test was cut by its publisher: its input, or one expected output,
+    ends in `...` right after at least 255 characters (a real input ends with its line end, and
+    a short answer may well be dots)."""
+    texts = [test["input"], *test["output"]]
+    return any(t.endswith(CUT_MARK) and len(t) - len(CUT_MARK) >= CUT_AFTER for t in texts)
+
+
+def crlf_to_lf(text: str) -> str:
+    """xCodeEval's tests are stored with CRLF line ends (Codeforces' Windows files); ExecEval
+    removes the `\r` before any program runs, and so does every protocol of this pack."""
+    return text.replace("\r\n", "\n")
 
 
 @functools.lru_cache(maxsize=2)
@@ -363,11 +534,13 @@ def unittests_for(source: DataSource, needed_by: str) -> UnitTests | None:
     return None if source.sample_tests else load_unittests(source, needed_by)
 
 
-def problem_tests(problem: Problem, unittests: UnitTests | None) -> list[dict[str, Any]] | None:
+def problem_tests(
+    problem: Problem, unittests: UnitTests | None, drop_truncated: bool = False
+) -> list[dict[str, Any]] | None:
     """The tests that judge `problem` (see `unittests_for`); None when it has none."""
     if unittests is None:
         return problem.sample_tests() or None
-    return unittests.tests(problem.src_uid)
+    return unittests.tests(problem.src_uid, drop_truncated)
 
 
 def tests_for(
@@ -375,7 +548,8 @@ def tests_for(
 ) -> list[dict[str, Any]] | None:
     """Normalised hidden tests of one problem ({input, output: [..]}), None if it has none.
 
-    Extra keys of a test entry are ignored; a string `output` is read as a one-element list.
+    Extra keys of a test entry are ignored; a string `output` is read as a one-element list;
+    CRLF line ends become LF (`crlf_to_lf`).
     """
     raw = db.get(src_uid)
     if raw is None or raw == []:
@@ -394,28 +568,57 @@ def tests_for(
             raise DataError(where, f"test {i}: 'output' must be text or a list", field=src_uid)
         if not all(isinstance(o, str) for o in outputs):
             raise DataError(where, f"test {i}: every 'output' must be text", field=src_uid)
-        tests.append({"input": given, "output": list(outputs)})
+        tests.append({"input": crlf_to_lf(given), "output": [crlf_to_lf(o) for o in outputs]})
     return tests
 
 
 # --------------------------------------------------------------------------- joins
 
 
+# Why a row is not scored: the keys of `JoinReport.skipped` and of the protocol's `skipped_rows`.
+UNKNOWN_PROBLEM = "unknown_problem"  # its src_uid is absent from problem_descriptions.jsonl
+UNUSABLE_PROBLEM = "unusable_problem"  # its problem row cannot make a prompt (`UnusableProblem`)
+NO_TESTS = "no_tests"  # its problem has no tests of the kind that judges
+NO_LIMITS = "problem_without_limits"  # the problem's own limits are null (the default protocol)
+BLANK_PROGRAM = "blank_program"  # the program the row gives (buggy, source, candidate) is blank
+NO_CANDIDATES = "no_candidates"  # a retrieval row without a positive or without a negative
+SKIP_REASONS: dict[str, str] = {
+    UNKNOWN_PROBLEM: f"src_uid absent from {PROBLEMS_FILE}",
+    UNUSABLE_PROBLEM: "problem row without a usable description or samples",
+    NO_TESTS: "problem without tests",
+    NO_LIMITS: "problem without time or memory limit",
+    BLANK_PROGRAM: "blank program",
+    NO_CANDIDATES: "no positive or no negative candidate",
+}
+
+
 @dataclass
 class JoinReport:
-    """Rows of one task/split that could not be joined, by reason. Logged, never hidden."""
+    """Rows of one task/split that are not scored, by reason. Logged, never hidden."""
 
     task: str
     split: str
     total: int = 0
-    missing_problem: list[str] = field(default_factory=list)
-    missing_tests: list[str] = field(default_factory=list)
+    #: reason (`SKIP_REASONS`) -> ids of the rows skipped for it
+    skipped: dict[str, list[str]] = field(default_factory=dict)
     # runtime (as the rows spell it) -> rows in it that cannot run on this machine
     unavailable_runtime: dict[str, int] = field(default_factory=dict)
     runtime_reasons: dict[str, str] = field(default_factory=dict)
     tests: str = "hidden"  # or "sample"
     unit: str = "rows"  # what the counted items are, as messages name them
-    counted_in: str = "the protocol's unavailable_runtime_rows and unscored_rows (results file)"
+    counted_in: str = "the protocol's skipped_rows and unscored_rows (results file)"
+    files: list[str] = field(default_factory=list)  # the files the rows were read from
+
+    def skip(self, reason: str, row_id: str) -> None:
+        self.skipped.setdefault(reason, []).append(row_id)
+
+    @property
+    def missing_problem(self) -> list[str]:
+        return self.skipped.get(UNKNOWN_PROBLEM, [])
+
+    @property
+    def missing_tests(self) -> list[str]:
+        return self.skipped.get(NO_TESTS, [])
 
     @property
     def unavailable_rows(self) -> int:
@@ -424,7 +627,14 @@ class JoinReport:
     @property
     def unscored(self) -> int:
         """Every row not scored, whatever the reason (join failure or unavailable runtime)."""
-        return len(self.missing_problem) + len(self.missing_tests) + self.unavailable_rows
+        return sum(len(ids) for ids in self.skipped.values()) + self.unavailable_rows
+
+    def counts(self) -> dict[str, int]:
+        """Rows skipped per reason, unavailable runtimes included (the protocol's form)."""
+        out = {reason: len(ids) for reason, ids in sorted(self.skipped.items())}
+        if self.unavailable_rows:
+            out["unavailable_runtime"] = self.unavailable_rows
+        return out
 
     def count_unavailable(self, runtime: str, reason: str) -> None:
         self.unavailable_runtime[runtime] = self.unavailable_runtime.get(runtime, 0) + 1
@@ -435,20 +645,23 @@ class JoinReport:
             f"{self.task} ({self.split}): {self.total - self.unscored} of {self.total} "
             f"{self.unit} scored"
         )
-        if self.missing_problem:
-            text += (
-                f"; {len(self.missing_problem)} not scored, src_uid absent from {PROBLEMS_FILE} "
-                f"(e.g. {', '.join(sorted(set(self.missing_problem))[:5])})"
-            )
-        if self.missing_tests:
-            what = "sample tests" if self.tests == "sample" else f"unit tests in {UNITTESTS_FILE}"
-            text += (
-                f"; {len(self.missing_tests)} not scored, no {what} "
-                f"(e.g. {', '.join(sorted(set(self.missing_tests))[:5])})"
-            )
+        for reason, ids in sorted(self.skipped.items()):
+            what = SKIP_REASONS.get(reason, reason)
+            if reason == NO_TESTS:
+                what = "no sample tests" if self.tests == "sample" else f"no tests in {UNITTESTS_FILE}"
+            examples = ", ".join(sorted(set(ids))[:5])
+            text += f"; {len(ids)} not scored, {what} (e.g. {examples})"
         for runtime, n in sorted(self.unavailable_runtime.items()):
             text += f"; {n} not scored, runtime {runtime!r} unavailable here"
         return text
+
+    def no_documents(self) -> str:
+        """The one line a task with no document left stops with: rows read, and why each
+        group was dropped."""
+        where = f" from {', '.join(self.files)}" if self.files else ""
+        if not self.total:
+            return f"{self.task} ({self.split}): no document: 0 {self.unit} read{where}"
+        return f"{self.task}: no document left: {self.summary()}; read{where}"
 
     def log(self) -> None:
         if self.unscored:
@@ -512,76 +725,122 @@ class ExecRow:
 
 
 def synthesis_rows(
-    source: DataSource, split: str, needed_by: str
+    source: DataSource, split: str, needed_by: str, needs_limits: bool = True
 ) -> tuple[list[ExecRow], JoinReport]:
     """Program-synthesis problems of a split with their tests.
 
-    With sample tests and a copy that lacks the program_synthesis folder (like the shared
-    106-problem sample), every problem of `problem_descriptions.jsonl` is a synthesis problem.
+    A local copy without the program_synthesis folder (like the shared 106-problem folders)
+    uses every problem of its `problem_descriptions.jsonl`, with a warning.
     """
     relpath = SYNTHESIS_FILES[check_split(split)]
     report = JoinReport(needed_by, split, tests=source.tests_kind)
-    pairs: Iterable[tuple[Mapping[str, Any], Problem | None]]
-    if source.sample_tests and not source.has(relpath):
+    if not source.has(relpath):
+        problems = load_problem_set(source, needed_by)
         log.warning(
             "%s: %s absent in %s; using every problem of %s",
             needed_by,
             relpath,
             source.describe(),
-            source.path(PROBLEMS_FILE, needed_by),
+            problems.path,
         )
-        problems = load_problems(source, needed_by).values()
-        pairs = (({"src_uid": p.src_uid}, p) for p in problems)
     else:
-        path = source.path(relpath, needed_by)
-        pairs = synthesis_problems(path)
-    return _attach_tests(pairs, source, report, needed_by), report
+        problems = synthesis_problem_set(source.path(relpath, needed_by))
+        problems.log(needed_by)
+    report.files.append(problems.path)
+    rows = [{"src_uid": uid} for uid in [*problems.usable, *problems.unusable]]
+    return _attach_tests(rows, problems, source, report, needed_by, needs_limits), report
 
 
-def synthesis_problems(path: Path) -> list[tuple[Mapping[str, Any], Problem]]:
-    """(row, problem) of a program-synthesis file, checked; a src_uid may appear once."""
+def synthesis_problem_set(path: Path) -> ProblemSet:
+    """The problems of a program-synthesis file (rows are problems; a src_uid may appear once)."""
+    return _synthesis_problems(str(path), path.stat().st_mtime)
+
+
+@functools.lru_cache(maxsize=4)
+def _synthesis_problems(path: str, mtime: float) -> ProblemSet:
+    out = ProblemSet(path)
     seen = datafiles.IdRegistry(path, "src_uid")
-    out: list[tuple[Mapping[str, Any], Problem]] = []
-    for lineno, row in enumerate(jsonl_rows(path), 1):
-        problem = Problem.from_row(row, path, lineno)
-        seen.add(problem.src_uid, lineno)
-        out.append((row, problem))
+    for lineno, row in enumerate(jsonl_rows(Path(path)), 1):
+        out.add_row(row, lineno, seen)
     return out
 
 
+def synthesis_problems(path: Path) -> list[tuple[Mapping[str, Any], Problem]]:
+    """(row, problem) of the usable problems of a program-synthesis file."""
+    problems = synthesis_problem_set(path)
+    rows = {str(row.get("src_uid")): row for row in jsonl_rows(path)}
+    return [(rows[uid], problem) for uid, problem in problems.usable.items()]
+
+
+def problem_or_skip(
+    uid: str, problems: ProblemSet, report: JoinReport, needs_limits: bool
+) -> Problem | None:
+    """The usable problem of `uid`, or None with the row counted in `report` by reason."""
+    problem = problems.usable.get(uid)
+    if problem is None:
+        report.skip(UNUSABLE_PROBLEM if uid in problems.unusable else UNKNOWN_PROBLEM, uid)
+    elif needs_limits and not problem.has_limits:
+        report.skip(NO_LIMITS, uid)
+        return None
+    return problem
+
+
 def _attach_tests(
-    pairs: Iterable[tuple[Mapping[str, Any], Problem | None]],
+    rows: Iterable[Mapping[str, Any]],
+    problems: ProblemSet,
     source: DataSource,
     report: JoinReport,
     needed_by: str,
+    needs_limits: bool,
 ) -> list[ExecRow]:
-    """Rows whose problem is known and has tests; the others are counted in `report`."""
+    """Rows whose problem is usable and has tests; the others are counted in `report`.
+    `needs_limits`: the protocol judges with the problem's own limits (the default one)."""
     unittests = unittests_for(source, needed_by)
     out: list[ExecRow] = []
-    for row, problem in pairs:
+    for row in rows:
         report.total += 1
+        uid = str(row["src_uid"])
+        problem = problem_or_skip(uid, problems, report, needs_limits)
         if problem is None:
-            report.missing_problem.append(str(row.get("src_uid")))
-        elif not problem_tests(problem, unittests):
-            report.missing_tests.append(problem.src_uid)
+            continue
+        if not problem_tests(problem, unittests, source.drop_truncated):
+            report.skip(NO_TESTS, uid)
         else:
             out.append(ExecRow(dict(row), problem))
     return out
 
 
+def truncated_tests(source: DataSource, uids: Iterable[str], needed_by: str) -> dict[str, Any]:
+    """How many of the problems `uids` hold hidden tests cut by their publisher, and whether
+    this run judges without them (the protocol's `truncated_tests`); {} on sample tests."""
+    unittests = unittests_for(source, needed_by)
+    if unittests is None:
+        return {}
+    problems, tests = unittests.truncated(uids)
+    return {"problems": problems, "tests": tests, "dropped": source.drop_truncated}
+
+
 def cluster_rows(
-    source: DataSource, task_dir: str, split: str, clusters: Sequence[str], needed_by: str
+    source: DataSource,
+    task_dir: str,
+    split: str,
+    clusters: Sequence[str],
+    needed_by: str,
+    report: JoinReport | None = None,
 ) -> list[tuple[str, Path, int, dict[str, Any]]]:
     """(cluster, file, line, row) for every row of the given language files of a task.
 
     A local copy must hold every one of those files (an empty file is a language without rows):
-    a missing one fails before any is read, and the error lists all that are missing.
+    a missing one fails before any is read, and the error lists all that are missing. The files
+    read are listed in `report`.
     """
     relpaths = [cluster_file(task_dir, split, cluster) for cluster in clusters]
     source.require(relpaths, needed_by)
     out = []
     for cluster, relpath in zip(clusters, relpaths, strict=True):
         path = source.path(relpath, needed_by)
+        if report is not None:
+            report.files.append(relpath)
         for lineno, row in datafiles.jsonl_rows(path):
             out.append((cluster, path, lineno, row))
     return out
@@ -595,8 +854,11 @@ def check_cluster_row(
     text_fields: Sequence[str],
     id_field: str | None,
     ids: dict[str, datafiles.IdRegistry],
-) -> dict[str, Any]:
-    """A row of a per-language file with its required fields checked (see `datafiles`).
+    program_field: str | None = None,
+) -> dict[str, Any] | None:
+    """A row of a per-language file with its required fields checked (see `datafiles`), or
+    None when its program (`program_field`) is whitespace only: such a row (the real APR files
+    hold a few) cannot be scored, and the caller counts it as `BLANK_PROGRAM`.
 
     `src_uid`, `lang` and `lang_cluster` are always required, and `lang_cluster` must name the
     file's own cluster; `id_field` (e.g. `code_uid`) must be unique in its file, up to case.
@@ -610,13 +872,17 @@ def check_cluster_row(
             row=lineno,
             field="lang_cluster",
         )
-    for name in text_fields:
-        require_text(row, name, path, lineno)
     if id_field is not None:
         value = require_uid(row, id_field, path, lineno)
         registry = ids.setdefault(str(path), datafiles.IdRegistry(path, id_field))
         registry.add(value, lineno)
-    return dict(row)
+    blank = False
+    for name in text_fields:
+        if name == program_field:
+            blank = not datafiles.required_text(row, name, path, lineno, allow_empty=True).strip()
+        else:
+            require_text(row, name, path, lineno)
+    return None if blank else dict(row)
 
 
 def check_kind_row(
@@ -626,29 +892,32 @@ def check_kind_row(
     path: Path | str,
     lineno: int,
     ids: dict[str, datafiles.IdRegistry],
-) -> dict[str, Any]:
-    """`check_cluster_row` with the fields and id `kind` declares (`kinds.Kind.row_fields`)."""
-    return check_cluster_row(row, cluster, path, lineno, kind.row_fields, kind.row_id, ids)
+) -> dict[str, Any] | None:
+    """`check_cluster_row` with the fields, id and program `kind` declares (`kinds.Kind`)."""
+    return check_cluster_row(
+        row, cluster, path, lineno, kind.row_fields, kind.row_id, ids, kind.program_field
+    )
 
 
-# Fields each execution task's rows must have, beyond src_uid, lang and lang_cluster (by folder).
-EXEC_ROW_FIELDS: dict[str, tuple[tuple[str, ...], str | None]] = {
-    k.folder: (k.row_fields, k.row_id) for k in kinds.of_family(kinds.EXECUTION) if k.row_id
-}
+def row_id(kind: kinds.Kind, row: Mapping[str, Any]) -> str:
+    """How a report names a row of `kind`: its own id, else its problem's."""
+    return str(row.get(kind.row_id or "src_uid") or row.get("src_uid"))
 
 
 def joined_exec_rows(
     source: DataSource,
-    task_dir: str,
+    kind: kinds.Kind,
     split: str,
     clusters: Sequence[str],
     needed_by: str,
     judged_in_own_runtime: bool = False,
+    needs_limits: bool = True,
 ) -> tuple[list[ExecRow], JoinReport]:
     """Rows of a per-language execution task (translation, APR) joined with problem and tests.
 
-    Every row is checked first (`check_cluster_row`, `EXEC_ROW_FIELDS`): a missing or empty
-    program, id or language is an error naming file, line and field, never a default.
+    Every row is checked first (`check_kind_row`): a missing id or language, or a program that
+    is not text, is an error naming file, line and field, never a default; a blank program is
+    counted (`BLANK_PROGRAM`) and not scored.
 
     With `judged_in_own_runtime` (APR: a fix runs in the buggy program's `lang`), rows whose
     runtime is unavailable on this machine (e.g. Python 2 on Debian 12) are counted per runtime
@@ -658,13 +927,17 @@ def joined_exec_rows(
     (`lm_eval_tasks.predict_only.keep_every_row`).
     """
     report = JoinReport(needed_by, split, tests=source.tests_kind)
-    problems = load_problems(source, needed_by)
-    text_fields, id_field = EXEC_ROW_FIELDS[task_dir]
+    problems = load_problem_set(source, needed_by)
     ids: dict[str, datafiles.IdRegistry] = {}
-    pairs = []
-    for cluster, path, lineno, raw in cluster_rows(source, task_dir, split, clusters, needed_by):
-        row = check_cluster_row(raw, cluster, path, lineno, text_fields, id_field, ids)
-        uid = row["src_uid"]
+    rows = []
+    for cluster, path, lineno, raw in cluster_rows(
+        source, kind.folder, split, clusters, needed_by, report
+    ):
+        row = check_kind_row(kind, raw, cluster, path, lineno, ids)
+        if row is None:
+            report.total += 1
+            report.skip(BLANK_PROGRAM, row_id(kind, raw))
+            continue
         if judged_in_own_runtime:
             lang = row["lang"]
             reason = runtime_unavailable(lang)  # cheap: the registry and runtimes cache
@@ -675,5 +948,5 @@ def joined_exec_rows(
                 report.total += 1
                 report.count_unavailable(lang, reason)
                 continue
-        pairs.append((row, problems.get(uid)))
-    return _attach_tests(pairs, source, report, needed_by), report
+        rows.append(row)
+    return _attach_tests(rows, problems, source, report, needed_by, needs_limits), report

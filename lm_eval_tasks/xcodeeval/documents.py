@@ -50,14 +50,17 @@ def build_dataset(**kwargs: Any) -> dict[str, datasets.Dataset]:
     except ValueError as exc:  # the same hint as every other split check
         raise ValueError(f"{exc} (the retrieval tasks' 'dev' files are 'validation')") from None
     source = xd.source_from_settings(kwargs)
-    docs = build_docs(kind.stem, task, clusters, split, source, kwargs)
-    fields = task_protocol(task, kind.stem, clusters, split, source, docs, kwargs)
+    docs, report = build_docs(kind.stem, task, clusters, split, source, kwargs)
+    if not docs:
+        # lm-eval cannot run a task without documents (it fails on an index much later)
+        raise DataError(source.describe(), " ".join(report.no_documents().split()))
+    fields = task_protocol(task, kind.stem, clusters, split, source, docs, kwargs, report)
     key = protocol.record(kwargs, task, fields)
     if kind.executed:
         for doc in docs:
             doc["_protocol"] = key
     log.info("%s: %d documents from %s, split %s", task, len(docs), source.describe(), split)
-    return {"test": datasets.Dataset.from_list(docs) if docs else _empty()}
+    return {"test": datasets.Dataset.from_list(docs)}
 
 
 def _kind(task: str, stem: str) -> kinds.Kind:
@@ -75,9 +78,11 @@ def task_protocol(
     source: xd.DataSource,
     docs: Sequence[Mapping[str, Any]],
     kwargs: Mapping[str, Any],
+    report: xd.JoinReport,
 ) -> dict[str, Any]:
     """What the results file records about how the task is scored (see `lm_eval_tasks.protocol`):
-    the data, and for execution tasks the tests, the judging settings and the rows not scored."""
+    the data, the rows read and those skipped by reason, and for execution tasks the tests
+    (with the hidden tests cut by their publisher) and the judging settings."""
     spec = _kind(task, kind)
     out: dict[str, Any] = {
         "benchmark": "xcodeeval",
@@ -87,23 +92,21 @@ def task_protocol(
         "data": source.describe(),
         "split": split,
         "documents": len(docs),
+        "rows_read": report.total,
+        "skipped_rows": report.counts(),
+        "unscored_rows": report.unscored,
     }
-    if spec in (kinds.TAG, kinds.TAG_DESC):
-        out["unscored_rows"] = int(docs[0]["_unscored_rows"]) if docs else 0
     if not spec.executed:
         return out
     settings = ExecSettings.thaw(docs[0]["_exec"]) if docs else settings_from(kwargs)
+    truncated = xd.truncated_tests(source, (str(d["src_uid"]) for d in docs), task)
     return {
         **out,
         "tests": source.tests_kind,
+        **({"truncated_tests": truncated} if truncated else {}),
         **settings.protocol(),
-        "unscored_rows": int(docs[0]["_unscored_rows"]) if docs else 0,
-        "unavailable_runtime_rows": int(docs[0]["_unavailable_runtime_rows"]) if docs else 0,
+        "unavailable_runtime_rows": report.unavailable_rows,
     }
-
-
-def _empty() -> datasets.Dataset:
-    return datasets.Dataset.from_dict({"src_uid": []})
 
 
 def build_docs(
@@ -113,8 +116,9 @@ def build_docs(
     split: str,
     source: xd.DataSource,
     settings: Mapping[str, Any],
-) -> list[dict[str, Any]]:
-    """The documents of one task of kind `kind` (a stem of `kinds.KINDS`)."""
+) -> tuple[list[dict[str, Any]], xd.JoinReport]:
+    """The documents of one task of kind `kind` (a stem of `kinds.KINDS`), and the report of
+    the rows read and skipped."""
     spec = _kind(task, kind)
     if spec is kinds.SYNTH:
         return _synth_docs(task, clusters[0], split, source, settings)
@@ -176,12 +180,17 @@ def _exec_fields(
     }
 
 
+def _needs_limits(settings: Mapping[str, Any]) -> bool:
+    """Whether the protocol judges with the problem's own limits (not ExecEval's fixed ones)."""
+    return not settings_from(settings).execeval_compat
+
+
 def _synth_docs(
     task: str, cluster: str, split: str, source: xd.DataSource, settings: Mapping[str, Any]
-) -> list[dict[str, Any]]:
-    rows, report = xd.synthesis_rows(source, split, task)
+) -> tuple[list[dict[str, Any]], xd.JoinReport]:
+    rows, report = xd.synthesis_rows(source, split, task, _needs_limits(settings))
     common = _exec_fields(task, split, source, settings, report)
-    return [
+    docs = [
         {
             **_problem_fields(r.problem),
             "lang_cluster": cluster,
@@ -190,6 +199,7 @@ def _synth_docs(
         }
         for r in rows
     ]
+    return docs, report
 
 
 def interleave(groups: Iterable[Sequence[Any]]) -> list[Any]:
@@ -202,10 +212,12 @@ def interleave(groups: Iterable[Sequence[Any]]) -> list[Any]:
 
 def _translate_docs(
     task: str, target: str, split: str, source: xd.DataSource, settings: Mapping[str, Any]
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], xd.JoinReport]:
     """Programs of every other language, each to be translated into `target`."""
     sources = [c for c in xd.CLUSTERS if c != target]
-    rows, report = xd.joined_exec_rows(source, kinds.TRANSLATE.folder, split, sources, task)
+    rows, report = xd.joined_exec_rows(
+        source, kinds.TRANSLATE, split, sources, task, needs_limits=_needs_limits(settings)
+    )
     common = _exec_fields(task, split, source, settings, report)
     by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in sources}
     for r in rows:
@@ -223,26 +235,33 @@ def _translate_docs(
                 **common,
             }
         )
-    return interleave(by_cluster.values())
+    return interleave(by_cluster.values()), report
 
 
 def _apr_docs(
     task: str, cluster: str, split: str, source: xd.DataSource, settings: Mapping[str, Any]
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], xd.JoinReport]:
     # the fix runs in the buggy program's own runtime: rows whose runtime this machine lacks
     # are counted (unavailable_runtime_rows) and not scored
     rows, report = xd.joined_exec_rows(
-        source, kinds.APR.folder, split, [cluster], task, judged_in_own_runtime=True
+        source,
+        kinds.APR,
+        split,
+        [cluster],
+        task,
+        judged_in_own_runtime=True,
+        needs_limits=_needs_limits(settings),
     )
     common = _exec_fields(task, split, source, settings, report)
     docs = []
     for r in rows:
-        # fields checked by xd.joined_exec_rows: present, text, not empty
+        # fields checked by xd.joined_exec_rows: present and text, the program not blank
         lang = r.row["lang"]
         docs.append(
             {
                 **_problem_fields(r.problem),
-                "apr_id": r.row["apr_id"],
+                "apr_id": r.row["apr_id"],  # the problem: several buggy programs may share it
+                "bug_code_uid": r.row["bug_code_uid"],
                 "lang": lang,
                 "bug_source_code": r.row["bug_source_code"],
                 "bug_exec_outcome": r.row["bug_exec_outcome"],
@@ -252,7 +271,7 @@ def _apr_docs(
                 **common,
             }
         )
-    return docs
+    return docs, report
 
 
 # --------------------------------------------------------------------------- understanding tasks
@@ -266,19 +285,24 @@ def tag_vocabulary(source: xd.DataSource, needed_by: str) -> list[str]:
 
 def _tag_docs(
     task: str, kind: kinds.Kind, clusters: Sequence[str], split: str, source: xd.DataSource
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], xd.JoinReport]:
     with_problem = kind is kinds.TAG_DESC
     vocab = tag_vocabulary(source, task)
-    problems = xd.load_problems(source, task) if with_problem else {}
+    problems = xd.load_problem_set(source, task) if with_problem else None
     report = xd.JoinReport(task, split)
     by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in clusters}
     extra: set[str] = set()
     ids: dict[str, datafiles.IdRegistry] = {}
-    for cluster, path, lineno, raw in xd.cluster_rows(source, kind.folder, split, clusters, task):
+    for cluster, path, lineno, raw in xd.cluster_rows(
+        source, kind.folder, split, clusters, task, report
+    ):
+        report.total += 1
         row = xd.check_kind_row(kind, raw, cluster, path, lineno, ids)
+        if row is None:
+            report.skip(xd.BLANK_PROGRAM, xd.row_id(kind, raw))
+            continue
         gold = datafiles.text_list(row, "tags", path, lineno)  # may be empty: no tag
         uid = row["src_uid"]
-        report.total += 1
         doc: dict[str, Any] = {
             "src_uid": uid,
             "lang": row["lang"],
@@ -286,13 +310,11 @@ def _tag_docs(
             "source_code": row["source_code"],
             "gold_tags": gold,
             "vocabulary": vocab,
-            "_unscored_rows": 0,
         }
         extra.update(t for t in doc["gold_tags"] if t not in vocab)
-        if with_problem:
-            problem = problems.get(uid)
+        if problems is not None:
+            problem = xd.problem_or_skip(uid, problems, report, needs_limits=False)
             if problem is None:
-                report.missing_problem.append(uid)
                 continue
             doc["description"] = problem.description
             doc["input_spec"] = problem.input_spec
@@ -311,20 +333,24 @@ def _tag_docs(
                 d["vocabulary"] = vocab
     report.log()
     log.info("%s: tag vocabulary of %d tags from %s", task, len(vocab), xd.PROBLEMS_FILE)
-    out = interleave(by_cluster.values())
-    for d in out:
-        d["_unscored_rows"] = report.unscored
-    return out
+    return interleave(by_cluster.values()), report
 
 
 def _compile_docs(
     task: str, clusters: Sequence[str], split: str, source: xd.DataSource
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], xd.JoinReport]:
     by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in clusters}
     ids: dict[str, datafiles.IdRegistry] = {}
     kind = kinds.COMPILE
-    for cluster, path, lineno, raw in xd.cluster_rows(source, kind.folder, split, clusters, task):
+    report = xd.JoinReport(task, split)
+    for cluster, path, lineno, raw in xd.cluster_rows(
+        source, kind.folder, split, clusters, task, report
+    ):
+        report.total += 1
         row = xd.check_kind_row(kind, raw, cluster, path, lineno, ids)
+        if row is None:
+            report.skip(xd.BLANK_PROGRAM, xd.row_id(kind, raw))
+            continue
         flag = xd.require_field(row, "compilation_error", path, lineno)
         if not isinstance(flag, bool):
             raise DataError(
@@ -339,41 +365,89 @@ def _compile_docs(
                 "gold": "error" if flag else "compiles",
             }
         )
-    return interleave(by_cluster.values())
+    report.log()
+    return interleave(by_cluster.values()), report
 
 
 def _as_programs(value: Any, path: Any, lineno: int, name: str) -> list[str]:
-    """One program or a list of them; none may be blank, and the list may not be empty."""
-    programs = [value] if isinstance(value, str) else value
-    if not isinstance(programs, list) or not all(isinstance(v, str) for v in programs):
-        raise DataError(path, "expected a program or a list of programs", row=lineno, field=name)
-    if not programs:
-        raise DataError(path, "no program", row=lineno, field=name)
-    if any(not p.strip() for p in programs):
-        raise DataError(path, "empty program", row=lineno, field=name)
-    return list(programs)
+    """The candidate programs of a retrieval row: a list of `{"source_code": ...}` objects (the
+    Hub's files) or of plain strings, or one string. Anything else is an error naming the row;
+    an empty list or a blank program is returned as such, for the caller to count."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise DataError(path, "expected a list of candidate programs", row=lineno, field=name)
+    programs = []
+    for i, item in enumerate(items):
+        code = item.get("source_code") if isinstance(item, dict) else item
+        if not isinstance(code, str):
+            raise DataError(
+                path,
+                f"candidate {i}: expected a program or an object with its 'source_code'",
+                row=lineno,
+                field=name,
+            )
+        programs.append(code)
+    return programs
+
+
+#: the parts of an nl-code query object, in the order the query text gives them
+NL_QUERY_PARTS = (("description", ""), ("input_spec", "Input: "), ("output_spec", "Output: "))
+
+
+def nl_query(value: Any, path: Any, lineno: int) -> str:
+    """The text of an nl-code query: the Hub's `nl` object (the problem's description, input
+    and output specifications, each given when not blank) or a plain string."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, dict):
+        raise DataError(path, "expected an object or a text", row=lineno, field="nl")
+    parts = []
+    for key, label in NL_QUERY_PARTS:
+        text = value.get(key)
+        if text is not None and not isinstance(text, str):
+            raise DataError(path, f"{key!r} must be text", row=lineno, field="nl")
+        if text and text.strip():
+            parts.append(label + text.strip())
+    return "\n".join(parts)
 
 
 def _retrieval_docs(
     task: str, kind: kinds.Kind, clusters: Sequence[str], split: str, source: xd.DataSource
-) -> list[dict[str, Any]]:
-    query_field = "nl" if kind is kinds.RETRIEVAL_NL_CODE else "source_code"
+) -> tuple[list[dict[str, Any]], xd.JoinReport]:
+    nl = kind is kinds.RETRIEVAL_NL_CODE
     by_cluster: dict[str, list[dict[str, Any]]] = {c: [] for c in clusters}
-    for cluster, path, lineno, row in xd.cluster_rows(source, kind.folder, split, clusters, task):
+    report = xd.JoinReport(task, split)
+    for cluster, path, lineno, row in xd.cluster_rows(
+        source, kind.folder, split, clusters, task, report
+    ):
+        report.total += 1
+        uid = xd.require_uid(row, "src_uid", path, lineno)
         positives = _as_programs(
             xd.require_field(row, "positive_code", path, lineno), path, lineno, "positive_code"
         )
-        # without negatives the positive is always ranked first: a free point, so an error
         negatives = _as_programs(
             xd.require_field(row, "negative_code", path, lineno), path, lineno, "negative_code"
         )
-        by_cluster[cluster].append(
-            {
-                "src_uid": xd.require_uid(row, "src_uid", path, lineno),
-                "lang_cluster": cluster,
-                "query": xd.require_text(row, query_field, path, lineno),
-                "candidates": positives + negatives,
-                "n_positive": len(positives),
-            }
-        )
-    return interleave(by_cluster.values())
+        if nl:
+            query = nl_query(xd.require_field(row, "nl", path, lineno), path, lineno)
+        else:
+            query = datafiles.required_text(row, "source_code", path, lineno, allow_empty=True)
+        if not positives or not negatives:
+            # without negatives the positive is always ranked first: a free point
+            report.skip(xd.NO_CANDIDATES, uid)
+        elif nl and not query.strip():
+            report.skip(xd.UNUSABLE_PROBLEM, uid)
+        elif any(not c.strip() for c in [*positives, *negatives, *([] if nl else [query])]):
+            report.skip(xd.BLANK_PROGRAM, uid)
+        else:
+            by_cluster[cluster].append(
+                {
+                    "src_uid": uid,
+                    "lang_cluster": cluster,
+                    "query": query,
+                    "candidates": positives + negatives,
+                    "n_positive": len(positives),
+                }
+            )
+    report.log()
+    return interleave(by_cluster.values()), report

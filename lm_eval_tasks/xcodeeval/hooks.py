@@ -46,7 +46,8 @@ def doc_tests(doc: dict[str, Any], unittests: xd.UnitTests | None) -> list[dict[
     if doc["_tests"] == "sample":
         samples = doc["samples"]
         return xd.sample_tests([s["input"] for s in samples], [s["output"] for s in samples])
-    tests = None if unittests is None else unittests.tests(doc["src_uid"])
+    drop = doc["_tests"] == xd.HIDDEN_WITHOUT_TRUNCATED
+    tests = None if unittests is None else unittests.tests(doc["src_uid"], drop)
     if not tests:  # documents are built only for problems with tests
         raise RuntimeError(f"{doc['_task']}: no unit tests for src_uid {doc['src_uid']}")
     return tests
@@ -89,8 +90,8 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]])
                 language=doc["judge_lang"],
                 source_code=code,
                 tests=tests,
-                time_limit_s=float(doc["time_limit_s"]),
-                memory_limit_mb=int(doc["memory_limit_mb"]),
+                time_limit_s=doc["time_limit_s"],
+                memory_limit_mb=doc["memory_limit_mb"],
                 key=f"{doc['src_uid']}#{j}",
             )
             for j, code in enumerate(doc_codes)

@@ -69,20 +69,23 @@ class ExecSettings(Frozen):
     def comparator(self) -> str:
         return "execeval" if self.execeval_compat else "default"
 
-    def limits(self, time_limit_s: float, memory_limit_mb: int) -> tuple[float, int]:
+    def limits(self, time_limit_s: float | None, memory_limit_mb: int | None) -> tuple[float, int]:
         """(time limit before the runtime factor, memory limit in MB) of a job for a problem
-        with the given limits."""
+        with the given limits (None: the problem row has none; only ExecEval's limits, which
+        ignore the problem's, can judge it, and the loaders skip it otherwise)."""
         if self.execeval_compat:
             return EXECEVAL_TIME_LIMIT_S, EXECEVAL_MEMORY_MB
-        return time_limit_s, memory_limit_mb
+        if time_limit_s is None or memory_limit_mb is None:
+            raise ValueError("a problem without its own limits is judged only with ExecEval's")
+        return float(time_limit_s), int(memory_limit_mb)
 
     def program(
         self,
         language: str,
         source_code: str,
         tests: tuple[TestCase, ...],
-        time_limit_s: float,
-        memory_limit_mb: int,
+        time_limit_s: float | None,
+        memory_limit_mb: int | None,
         key: str,
     ) -> Program:
         """The engine job of one candidate for a problem with the given limits: limits and

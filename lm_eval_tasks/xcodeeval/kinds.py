@@ -32,6 +32,7 @@ class Kind:
     per_language_files: bool = True  # rows in one file per language cluster (`data.cluster_file`)
     row_fields: tuple[str, ...] = ()  # text fields every row needs, beyond src_uid/lang/cluster
     row_id: str | None = None  # the id each row has, unique in its file
+    program_field: str | None = None  # the row's program: a blank one is counted, not scored
     default_split: str | None = None  # None: the `xcodeeval_split` setting's own default
 
     @property
@@ -56,6 +57,7 @@ TRANSLATE = Kind(
     "translate",
     row_fields=("source_code",),
     row_id="code_uid",
+    program_field="source_code",
 )
 APR = Kind(
     "apr",
@@ -63,8 +65,11 @@ APR = Kind(
     "apr",
     EXECUTION,
     "apr",
-    row_fields=("bug_source_code", "bug_exec_outcome"),
-    row_id="apr_id",
+    row_fields=("bug_source_code", "bug_exec_outcome", "apr_id"),
+    # `apr_id` names the problem and repeats (one problem, several buggy programs, each its
+    # own document); `bug_code_uid` names the buggy program and is unique
+    row_id="bug_code_uid",
+    program_field="bug_source_code",
 )
 TAG = Kind(
     "tag",
@@ -74,6 +79,7 @@ TAG = Kind(
     "tag",
     row_fields=("source_code",),
     row_id="code_uid",
+    program_field="source_code",
 )
 TAG_DESC = Kind(
     "tag_desc",
@@ -83,6 +89,7 @@ TAG_DESC = Kind(
     "tag_desc",
     row_fields=("source_code",),
     row_id="code_uid",
+    program_field="source_code",
 )
 COMPILE = Kind(
     "compile",
@@ -92,6 +99,7 @@ COMPILE = Kind(
     "compile",
     row_fields=("source_code",),
     row_id="code_uid",
+    program_field="source_code",
 )
 # Retrieval defaults to validation: the public test files lack positive/negative programs.
 RETRIEVAL_NL_CODE = Kind(

@@ -115,7 +115,7 @@ def score_with_records(args: argparse.Namespace) -> tuple[dict[str, Any], list[d
         settings_in["xcodeeval_data_dir"] = str(args.data_dir)
     source = xd.source_from_settings(settings_in, CLI_NAMES)
     predictions = xd.read_jsonl(args.predictions)
-    problems = xd.load_problems(source, NEEDED_BY)
+    problems = xd.load_problem_set(source, NEEDED_BY)
     unittests = xd.unittests_for(source, NEEDED_BY)
 
     settings = ExecSettings(
@@ -139,18 +139,17 @@ def score_with_records(args: argparse.Namespace) -> tuple[dict[str, Any], list[d
         )
         cluster, runtime = _cluster_of(raw, args.predictions, lineno)
         report.total += 1
-        problem = problems.get(uid)
+        problem = xd.problem_or_skip(uid, problems, report, needs_limits=not args.execeval_compat)
         if problem is None:
-            report.missing_problem.append(uid)
             continue
         if raw.get("lang"):  # the line's own runtime: skipped and reported if unavailable here
             reason = xd.runtime_unavailable(runtime)
             if reason:
                 report.count_unavailable(runtime, reason)
                 continue
-        tests = xd.problem_tests(problem, unittests)
+        tests = xd.problem_tests(problem, unittests, source.drop_truncated)
         if not tests:
-            report.missing_tests.append(uid)
+            report.skip(xd.NO_TESTS, uid)
             continue
         programs.append(
             settings.program(

@@ -34,6 +34,14 @@ SAMPLE_TESTS = Setting(
     "judge on the statement's public sample tests instead of the hidden unit tests",
     env="XCODEEVAL_SAMPLE_TESTS",
 )
+DROP_TRUNCATED = Setting(
+    "xcodeeval_drop_truncated_tests",
+    "bool",
+    False,
+    "judge without the hidden tests the public `unittest_db.json` cut short (ending in `...`): "
+    "a different protocol from the paper's, which keeps them (see below)",
+    env="XCODEEVAL_DROP_TRUNCATED_TESTS",
+)
 EXECEVAL_COMPAT = Setting(
     "xcodeeval_execeval_compat",
     "bool",
@@ -82,6 +90,7 @@ SETTINGS = (
     DATA_DIR,
     SPLIT,
     SAMPLE_TESTS,
+    DROP_TRUNCATED,
     EXECEVAL_COMPAT,
     WORKERS,
     EXEC_CACHE,
