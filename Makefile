@@ -107,7 +107,7 @@ DEMO_MAX_TOKENS ?= 128
 DEMO_TASKS = clozetest_maxmin_python,xcodeeval_synth_greedy_python,xcodeeval_synth_greedy_cpp,sg_infilling_chat_exec
 INFILLING_ROWS = $(abspath lm_eval_tasks/code_infilling/bundled/rows.jsonl)
 DEMO_METADATA = {"clozetest_data_dir": "$(SHARED_DATA)/codexglue_clozetest_maxmin", "clozetest_predict_only": true, \
-	"xcodeeval_data_dir": "$(SHARED_DATA)/xcodeeval_sample", "xcodeeval_sample_tests": true, "xcodeeval_split": "validation", \
+	"xcodeeval_data_dir": "$(SHARED_DATA)/xcodeeval_validation", "xcodeeval_split": "validation", \
 	"sg_infilling_data": "$(INFILLING_ROWS)", "sg_infilling_grader": "local", "sg_infilling_repos_dir": "$(abspath $(RESULTS))/infilling_repos", \
 	"sg_infilling_max_prompt_tokens": 1700}
 
@@ -121,18 +121,19 @@ demo: install toolchains
 		--metadata '$(DEMO_METADATA)' --output_path $(RESULTS)/smollm2 --log_samples
 	@echo "== 3/4 report of the model's run"
 	$(CODE_EVAL) report $(RESULTS)/smollm2 --out $(RESULTS)/smollm2_report
-	@echo "== 4/4 848 real ChatGPT programs judged on sample tests, cross-checked with ExecEval"
+	@echo "== 4/4 848 real ChatGPT programs judged on xCodeEval's hidden tests, against ExecEval's own verdicts"
 	$(PYTHON) -m lm_eval_tasks.reporting.demo --out $(RESULTS)/xcodeeval_chatgpt_report \
 		--predictions $(SHARED_DATA)/xcodeeval_chatgpt_direct/predictions.jsonl \
-		--data-dir $(SHARED_DATA)/xcodeeval_sample
+		--data-dir $(SHARED_DATA)/xcodeeval_validation
 	@echo
 	@echo "What the numbers are (see README.md, 'make demo'):"
 	@echo "- infilling oracle: the bundled rows' gold bodies resolve and do-nothing bodies do not (the grader works)"
 	@echo "- clozetest_maxmin_python: predict-only (answers not public): exact_match and gold_max_share are NaN, replies are in the samples"
-	@echo "- xcodeeval_synth_greedy_*: pass@1 of SmolLM2-135M on $(DEMO_LIMIT) of the 106 validation problems, SAMPLE-TEST scoring (not the paper's hidden tests)"
+	@echo "- xcodeeval_synth_greedy_*: pass@1 of SmolLM2-135M on $(DEMO_LIMIT) of the 106 validation problems, on their hidden tests"
 	@echo "- sg_infilling_chat_exec: SmolLM2-135M's bodies for the $(DEMO_LIMIT) bundled requests rows, graded by requests' own tests (local grader)"
 	@echo "model run: $(RESULTS)/smollm2, its report: $(RESULTS)/smollm2_report/report.md"
-	@echo "ChatGPT programs: $(RESULTS)/xcodeeval_chatgpt_report"
+	@echo "- ChatGPT programs: per-language pass@1 on the hidden tests, ExecEval's protocol (each program must get ExecEval's own pass/fail) and the pack's (lm-eval, replayed replies)"
+	@echo "ChatGPT programs: $(RESULTS)/xcodeeval_chatgpt_report/report.md"
 
 # BENCH_ARGS, e.g. `--quick` or `--only equal` (see bench/judge_speed.py --help)
 BENCH_ARGS ?=

@@ -339,10 +339,10 @@ def test_rows_this_machine_cannot_judge_are_counted_never_dropped(
     protocol = data["configs"][REPAIR_PY]["metadata"]["protocol"]
     assert protocol["infra_errors"] == 1 and protocol["unavailable_runtime_rows"] == 0
     verdicts = {
-        row["doc"]["apr_id"]: json.loads(row["filtered_resps"][0][0])["verdict"]
+        row["doc"]["bug_code_uid"]: json.loads(row["filtered_resps"][0][0])["verdict"]
         for row in _samples(results, REPAIR_PY)
     }
-    assert verdicts == {"apr-Python-1": "PASSED", "apr-Python-py2": "INFRA_ERROR"}
+    assert verdicts == {"b-Python-1": "PASSED", "b-Python-py2": "INFRA_ERROR"}
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     named = [w for w in warnings if w.startswith(f"{REPAIR_PY}: 1 of 2 programs could not")]
     assert len(named) == 1 and "Python 2" in named[0], warnings
@@ -370,9 +370,9 @@ def test_a_generating_machine_keeps_rows_it_could_not_judge(
         limit=2,
         log_samples=True,
     )
-    assert [s["doc"]["apr_id"] for s in out["samples"][REPAIR_PY]] == [
-        "apr-Python-1",
-        "apr-Python-py2",
+    assert [s["doc"]["bug_code_uid"] for s in out["samples"][REPAIR_PY]] == [
+        "b-Python-1",
+        "b-Python-py2",
     ]
     assert len(out["samples"][INFILL]) == 2
 

@@ -376,6 +376,8 @@ def load_items(language: str, settings: Mapping[str, Any]) -> list[ClozeItem]:
     """Inputs of one language, joined with their answers unless predict-only."""
     source = inputs_path(language, settings)
     items = read_inputs(source, language)
+    if not items:  # lm-eval fails on an empty task far from the cause: say it here
+        raise DataError(source, f"{_needed_by(language)}: no document: 0 items read")
     if predict_only(settings):
         log.warning(
             "clozetest_maxmin_%s: predict-only mode, %d items; answers are ignored and accuracy "

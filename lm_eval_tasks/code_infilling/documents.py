@@ -18,6 +18,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from code_eval_taskpack.utils.errors import DataError
 from code_eval_taskpack.utils.settings import as_bool, parse_settings
 from lm_eval_tasks.code_infilling import data, fim
 from lm_eval_tasks.code_infilling import settings as ss
@@ -102,6 +103,8 @@ def rows_from(kwargs: Mapping[str, Any]) -> tuple[data.Source, list[dict[str, An
 def build_docs(**kwargs: Any) -> list[dict[str, Any]]:
     """The task's documents (see the module docstring)."""
     source, rows = rows_from(kwargs)
+    if not rows:  # lm-eval fails on an empty task far from the cause: say it here
+        raise DataError(source.path, "no document: 0 rows read (or a limit of 0)")
     fmt = format_from(kwargs)
     execute = as_bool(kwargs.get("sg_infilling_exec", False), "sg_infilling_exec")
     grading = GradingSettings.from_kwargs(kwargs) if execute else None

@@ -168,6 +168,8 @@ HEADLINES: tuple[Headline, ...] = (
 WARNING_METRICS = {
     "infra_errors": "programs the engine could not judge (INFRA_ERROR, not the model's fault)",
     "unscored_rows": "rows not scored (missing problem or tests, or unavailable runtime)",
+    "truncated_tests": "hidden tests their publisher cut short (ending in `...`): no program "
+    "passes their problems; kept as the paper did unless the run dropped them",
     "unavailable_runtime_rows": "rows whose runtime is unavailable on this machine",
     "grading_error": "rows the repository grader could not grade",
 }

@@ -179,16 +179,20 @@ def _doc_fields(run: Run, task: str) -> dict[str, Any]:
     return {}
 
 
+TEST_KINDS = ("sample", "hidden", "hidden without truncated")
+
+
 def tests_used(run: Run, task: str, filter_name: str = "judge") -> str | None:
-    """ "sample" or "hidden": the tests that judged an xCodeEval task, from its recorded protocol,
-    else its reported counter (older results files), else its logged documents, else its metadata; None when the run does not say."""
+    """The tests that judged an xCodeEval task ("sample", "hidden" or "hidden without
+    truncated"), from its recorded protocol, else its reported counter (older results files),
+    else its logged documents, else its metadata; None when the run does not say."""
     recorded = run.protocol(task).get("tests")
-    if recorded in ("sample", "hidden"):
+    if recorded in TEST_KINDS:
         return str(recorded)
     if run.has(task, "sample_tests_only", filter_name):
         return "sample" if run.value(task, "sample_tests_only", filter_name) else "hidden"
     kind = _doc_fields(run, task).get("_tests")
-    if kind in ("sample", "hidden"):
+    if kind in TEST_KINDS:
         return str(kind)
     meta = run.metadata(task)
     if "xcodeeval_sample_tests" in meta:
@@ -202,7 +206,11 @@ def counters(run: Run, task: str) -> dict[str, float]:
     rebuilt from the logged samples (INFRA_ERROR verdicts, the documents' row counters)."""
     row = run.tasks().get(task) or {}
     out: dict[str, float] = {}
-    for key, raw in [*run.protocol(task).items(), *row.items()]:
+    recorded = run.protocol(task)
+    cut = recorded.get("truncated_tests")
+    if isinstance(cut, dict) and isinstance(cut.get("tests"), int):
+        out["truncated_tests"] = float(cut["tests"])
+    for key, raw in [*recorded.items(), *row.items()]:
         metric, _, _filt = key.partition(",")
         if metric in WARNING_METRICS and isinstance(raw, (int, float)):
             out[metric] = max(out.get(metric, 0.0), float(raw))
@@ -228,6 +236,8 @@ def _protocol(run: Run, h: Headline, tasks: list[str]) -> str:
             parts.append("SAMPLE tests (not comparable with the paper)")
         elif kinds == {"hidden"}:
             parts.append("hidden tests")
+        elif kinds == {"hidden without truncated"}:
+            parts.append("hidden tests WITHOUT the truncated ones (not the paper's protocol)")
         else:
             parts.append("tests not recorded")
         recorded = run.protocol(tasks[0]).get("comparator") if tasks else None

@@ -480,15 +480,23 @@ class UnitTests:
         if key not in self._tests:
             tests = self.tests(src_uid) if drop_truncated else tests_for(self.raw, src_uid)
             if drop_truncated and tests is not None:
-                tests = [t for t in tests if not is_truncated(t)] or None
+                cut = self.cut(src_uid)
+                tests = [t for t, c in zip(tests, cut, strict=True) if not c] or None
             self._tests[key] = tests
         return self._tests[key]
+
+    def cut(self, src_uid: str) -> list[bool]:
+        """For each hidden test of a problem, whether its publisher cut it (`is_truncated`,
+        judged on the file's own text: its line ends count in the cut's length)."""
+        if self.tests(src_uid) is None:  # validates the entries first
+            return []
+        return [is_truncated(entry) for entry in self.raw[src_uid]]
 
     def truncated(self, src_uids: Iterable[str]) -> tuple[int, int]:
         """(problems, tests) among `src_uids` whose hidden tests include cut ones."""
         problems = tests = 0
         for uid in dict.fromkeys(src_uids):
-            cut = sum(is_truncated(t) for t in self.tests(uid) or ())
+            cut = sum(self.cut(uid))
             problems += cut > 0
             tests += cut
         return problems, tests
@@ -501,11 +509,12 @@ CUT_MARK = "..."
 CUT_AFTER = 255
 
 
-def is_truncated(test: Mapping[str, Any]) -> bool:
-    """Whether a normalised test was cut by its publisher: its input, or one expected output,
-    ends in `...` right after at least 255 characters (a real input ends with its line end, and
-    a short answer may well be dots)."""
-    texts = [test["input"], *test["output"]]
+def is_truncated(entry: Mapping[str, Any]) -> bool:
+    """Whether a test of `unittest_db.json` (as the file holds it) was cut by its publisher:
+    its input, or one expected output, ends in `...` right after at least 255 characters (a
+    real input ends with its line end, and a short answer may well be dots)."""
+    output = entry["output"]
+    texts = [entry["input"], *([output] if isinstance(output, str) else output)]
     return any(t.endswith(CUT_MARK) and len(t) - len(CUT_MARK) >= CUT_AFTER for t in texts)
 
 
@@ -648,7 +657,9 @@ class JoinReport:
         for reason, ids in sorted(self.skipped.items()):
             what = SKIP_REASONS.get(reason, reason)
             if reason == NO_TESTS:
-                what = "no sample tests" if self.tests == "sample" else f"no tests in {UNITTESTS_FILE}"
+                what = (
+                    "no sample tests" if self.tests == "sample" else f"no tests in {UNITTESTS_FILE}"
+                )
             examples = ", ".join(sorted(set(ids))[:5])
             text += f"; {len(ids)} not scored, {what} (e.g. {examples})"
         for runtime, n in sorted(self.unavailable_runtime.items()):
@@ -817,7 +828,23 @@ def truncated_tests(source: DataSource, uids: Iterable[str], needed_by: str) -> 
     if unittests is None:
         return {}
     problems, tests = unittests.truncated(uids)
+    if tests and source.describe() not in _TRUNCATION_WARNED:  # once per run and data source
+        _TRUNCATION_WARNED.add(source.describe())
+        log.warning(
+            "%s: %d hidden tests of %d problems in %s were cut short by their publisher (they "
+            "end in `...`) and no program can pass those problems; %s",
+            needed_by,
+            tests,
+            problems,
+            source.describe(),
+            "this run judges WITHOUT them: a different protocol from the paper's"
+            if source.drop_truncated
+            else f"the paper's protocol keeps them ({xs.DROP_TRUNCATED.key} drops them)",
+        )
     return {"problems": problems, "tests": tests, "dropped": source.drop_truncated}
+
+
+_TRUNCATION_WARNED: set[str] = set()
 
 
 def cluster_rows(

@@ -35,9 +35,16 @@ from lm_eval_tasks.xcodeeval.data import Problem, read_jsonl
 #: the authors' `limits_by_lang.yaml`, as shipped (see ../shared/docs/EXECEVAL_RUNTIMES.md)
 LIMITS_BY_LANG: dict[str, dict[str, int]] = EXECEVAL_LIMITS_BY_LANG
 
-#: where the shared ChatGPT predictions were judged with another runtime than their cluster's
-#: own (the engine registry's [clusters]): ExecEval's figures for them are for these names
-PREDICTIONS_JUDGED_AS: dict[str, str] = {"Python": "Python 3", "Rust": "Rust 2021"}
+#: the runtime names the published ExecEval run of the shared ChatGPT predictions (MapCoder's
+#: client) judged each cluster with, where they are not the cluster's own (the engine registry's
+#: [clusters]): ExecEval's outcomes for those programs are for these names
+PREDICTIONS_JUDGED_AS: dict[str, str] = {
+    "C": "GNU C",
+    "C#": "C# 10",
+    "Python": "Python 3",
+    "Ruby": "Ruby",
+    "Rust": "Rust",
+}
 #: the runtime each cluster of the shared predictions is judged with
 CLUSTER_RUNTIME: dict[str, str] = {
     cluster: PREDICTIONS_JUDGED_AS.get(cluster, own) for cluster, own in CLUSTER_RUNTIMES.items()

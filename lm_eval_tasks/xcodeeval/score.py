@@ -74,6 +74,11 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--workers", type=int, default=None, help="programs judged in parallel (default: CPUs)"
     )
     p.add_argument("--no-cache", action="store_true", help="judge everything afresh")
+    p.add_argument(
+        "--drop-truncated-tests",
+        action="store_true",
+        help="judge without the hidden tests cut short by their publisher (NOT the paper's protocol)",
+    )
     return p.parse_args(argv)
 
 
@@ -110,7 +115,10 @@ def score_with_records(args: argparse.Namespace) -> tuple[dict[str, Any], list[d
     """The report, and per judged line {line, src_uid, cluster, record} (the engine's verdict
     record), for callers that compare verdicts line by line."""
     # --data-dir, else $XCODEEVAL_DATA, else the Hub: the same rule as the lm-eval tasks
-    settings_in: dict[str, Any] = {"xcodeeval_sample_tests": bool(args.sample_tests)}
+    settings_in: dict[str, Any] = {
+        "xcodeeval_sample_tests": bool(args.sample_tests),
+        "xcodeeval_drop_truncated_tests": bool(getattr(args, "drop_truncated_tests", False)),
+    }
     if args.data_dir is not None:
         settings_in["xcodeeval_data_dir"] = str(args.data_dir)
     source = xd.source_from_settings(settings_in, CLI_NAMES)
@@ -191,6 +199,7 @@ def score_with_records(args: argparse.Namespace) -> tuple[dict[str, Any], list[d
         "ks": list(args.k),
         "table": table,
         "coverage": coverage,
+        "truncated_tests": xd.truncated_tests(source, (uid for _, uid, _ in owners), NEEDED_BY),
         "unscored": {
             "lines": report.unscored,
             "unknown_src_uid": sorted(set(report.missing_problem)),
@@ -249,6 +258,13 @@ def render(report: dict[str, Any]) -> str:
         lines.append(
             f"NOT SCORED: {un['lines']} prediction lines ({len(un['unknown_src_uid'])} unknown src_uid, "
             f"{len(un['no_tests'])} problems without tests): {', '.join((un['unknown_src_uid'] + un['no_tests'])[:10])}"
+        )
+    cut = report.get("truncated_tests") or {}
+    if cut.get("tests"):
+        lines.append(
+            f"TRUNCATED TESTS: {cut['tests']} hidden tests of {cut['problems']} judged problems were "
+            "cut short by their publisher (end in `...`): "
+            + ("dropped (not the paper's protocol)" if cut["dropped"] else "kept, as the paper did")
         )
     for runtime, n in un["unavailable_runtime"].items():
         lines.append(f"NOT SCORED: {n} prediction lines in runtime {runtime!r}, unavailable here")
