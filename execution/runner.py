@@ -442,8 +442,10 @@ def _compile_and_run(
         )
         with out.stdout_file or contextlib.nullcontext():
             verdict, detail = test_verdict(out)
-            if verdict is Verdict.INFRA_ERROR and ran and unrunnable_by_the_program(
-                out, argv, workdir
+            if (
+                verdict is Verdict.INFRA_ERROR
+                and ran
+                and unrunnable_by_the_program(out, argv, workdir)
             ):
                 verdict = Verdict.RUNTIME_ERROR
                 detail = f"the program made its own files unrunnable ({out.error})"
