@@ -79,6 +79,46 @@ def no_runnable_program(out: CommandOutcome, argv: Sequence[str]) -> bool:
     )
 
 
+#: exec and chdir errors about the file or folder itself (not a shortage of memory, processes or
+#: descriptors, which stay the engine's)
+FILE_ERRNOS = frozenset(
+    {
+        errno.ENOENT,
+        errno.ENOEXEC,
+        errno.EACCES,
+        errno.EISDIR,
+        errno.ENOTDIR,
+        errno.ELOOP,
+        errno.ENAMETOOLONG,
+        errno.ETXTBSY,
+        errno.ELIBBAD,
+    }
+)
+
+
+def in_work_dir(path: str, workdir: str) -> bool:
+    """Whether `path` (an argv[0] as exec sees it, or a cwd) lies in the program's writable work
+    dir: relative with a slash (exec resolves it from the work dir), or below `workdir`. A bare
+    name is looked up on PATH, which holds only read-only system folders."""
+    root = workdir.rstrip("/")
+    if path == root or path.startswith(root + "/"):
+        return True
+    return "/" in path and not path.startswith("/")
+
+
+def unrunnable_by_the_program(out: CommandOutcome, argv: Sequence[str], workdir: str) -> bool:
+    """True when a test could not start because a file or folder of the work dir that served an
+    earlier test of the same program (its binary, its script, the work dir itself) no longer
+    can: only the program writes there between two tests, so this is the program's doing (a
+    RUNTIME_ERROR, as ExecEval says it), never the engine's. Call it only once the program has
+    run in this sandbox."""
+    if not out.error or out.error_errno not in FILE_ERRNOS or not argv:
+        return False
+    if out.error_stage == "exec":
+        return in_work_dir(argv[0], workdir)
+    return out.error_stage == "chdir"  # every test of a program runs in its work dir
+
+
 def test_verdict(out: CommandOutcome) -> tuple[Verdict | None, str]:
     """Verdict from how the process ended; None means "compare the output"."""
     if out.error:
@@ -382,6 +422,7 @@ def _compile_and_run(
     env = default_env(workdir) | runtime.run_env
     argv = runtime.expand(plan.run_argv, **plan.values)
     warm = False
+    ran = False  # whether a test's process started: from then on the work dir is the program's
     for index, test in enumerate(job.tests):
         if plan.warm_start and index == WARM_FROM_TEST and len(job.tests) - index >= 2:
             # the later tests forked from a pre-initialised interpreter (its start costs one cold
@@ -401,9 +442,17 @@ def _compile_and_run(
         )
         with out.stdout_file or contextlib.nullcontext():
             verdict, detail = test_verdict(out)
-            if verdict is Verdict.INFRA_ERROR and no_runnable_program(out, argv):
+            if (
+                verdict is Verdict.INFRA_ERROR
+                and ran
+                and unrunnable_by_the_program(out, argv, workdir)
+            ):
+                verdict = Verdict.RUNTIME_ERROR
+                detail = f"the program made its own files unrunnable ({out.error})"
+            elif verdict is Verdict.INFRA_ERROR and no_runnable_program(out, argv):
                 verdict = Verdict.COMPILATION_ERROR
                 detail = f"the compiler produced no runnable program ({out.error})"
+            ran = ran or not out.error
             if verdict is None:
                 # streamed from the capture file (raw bytes: each mode decodes)
                 capture = out.stdout_file if out.stdout_file is not None else out.stdout

@@ -7,7 +7,7 @@
 On the generating machine the pack's judging filters run nothing (`lm_eval_tasks.predict_only`);
 the logged samples keep every raw response. Here the very tasks are evaluated again by lm-eval
 itself, with a model that answers each request with its logged responses: lm-eval rebuilds the
-documents from the task config it wrote (the recorded metadata, limit, seeds, gen_kwargs), runs
+documents from the task config it wrote (its protocol settings, limit, seeds, gen_kwargs), runs
 the tasks' own filters (the engine batch), `process_results`, aggregations, groups and stderr, so
 the files are those an in-harness run writes. The rebuilt documents must be the logged ones (all
 fields but the per-process judging keys `_protocol`, `_exec` and `grading`), and so must the
@@ -22,8 +22,21 @@ Output: `DIR/<stamp of the generation run>/<model>/results_*.json` and `samples_
 previous judgment of the same run). Verdicts are cached by the engine as they arrive, so a
 second judge of OUT (or one after an interruption) runs only what is not cached yet.
 
+OUT comes from another machine and is trusted for nothing on this one. Only the command line
+and this machine's own configuration (its environment, `--metadata`, `--backend`) choose what is
+read, written, trusted or sent here: the data folders, the verdict and outcome caches, the
+backend, its URLs, token files and images, the grader, its checkouts and test command, the
+tokenizer. OUT's recorded values of those settings are compared with this machine's and
+reported, never used; from OUT only `PROTOCOL_KEYS` (the split, the comparison mode, limits and
+prompt budgets: they shape the documents, which are compared with the logged ones anyway) are
+taken. Every file read from OUT is a regular file inside it; every name from OUT that becomes a
+path here (the run's stamp, task and model names) is one plain name; the output folder and the
+run's folder in it are real folders, never links, so nothing outside the output folder changes.
+
 Exit codes: 0 judged; 2 bad usage or input (a missing file, a task that is not
-execution-scored, a sample row missing a field), reported on one line naming file, row, field.
+execution-scored, a sample row missing a field, a second row of a document, a name that is not
+a plain file name, a link, a cycle of groups, a task this pack does not know), reported on one
+line naming file, row, field.
 """
 
 from __future__ import annotations
@@ -78,6 +91,31 @@ SAMPLE_FIELDS = ("doc_id", "doc", "target", "arguments", "resps")
 #: the infilling graders' outcome cache setting (off in-harness unless set; on here)
 INFILLING_CACHE = "sg_infilling_cache"
 _STAMPED = re.compile(r"^results_(?P<stamp>.+)\.json$")
+#: a name from OUT that becomes part of a path here: one plain file name, no folder, no `..`
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.,+=@-]{0,199}$")
+#: the only settings of the generation run used here: they shape documents and scoring (and
+#: the rebuilt documents are compared with the logged ones); none names a path, URL or secret
+PROTOCOL_KEYS = frozenset(
+    {
+        xs.SPLIT.key,
+        xs.SAMPLE_TESTS.key,
+        xs.EXECEVAL_COMPAT.key,
+        "sg_infilling_limit",
+        "sg_infilling_max_prompt_tokens",
+        "sg_infilling_max_prompt_chars",
+        "clozetest_predict_only",
+    }
+)
+#: the run's `config` entries replayed, and the types each may have
+CONFIG_TYPES: dict[str, tuple[type, ...]] = {
+    "limit": (int, float),
+    "bootstrap_iters": (int,),
+    "gen_kwargs": (dict, str),
+    "random_seed": (int,),
+    "numpy_seed": (int,),
+    "torch_seed": (int,),
+    "fewshot_seed": (int,),
+}
 
 log = logging.getLogger("code_eval.judge")
 
@@ -110,16 +148,35 @@ def execution_scored(config: Mapping[str, Any]) -> bool:
     return config.get("unsafe_code") is True
 
 
+def plain_name(name: object, path: Path, what: str, field: str | None = None) -> str:
+    """`name` when it is one plain file name (DataError otherwise): it becomes part of a path."""
+    if not isinstance(name, str) or not _PLAIN_NAME.match(name) or ".." in name:
+        raise DataError(path, f"{what} {name!r} is not a plain file name", field=field)
+    return name
+
+
+def inside(path: Path, root: Path) -> Path:
+    """`path`, a regular file of OUT's (not a link, not reached through one); DataError else."""
+    if path.is_symlink():
+        raise DataError(path, "a symbolic link: only regular files inside OUT are read")
+    real = path.resolve()
+    if not (real == root or root in real.parents) or not real.is_file():
+        raise DataError(path, "not a regular file inside OUT: only those are read")
+    return path
+
+
 def find_runs(out: Path, skip: Path) -> list[Path]:
     """The predict-only results files under `out` (not under the judged output `skip`)."""
     if not out.exists():
         raise DataError(out, "no such file or folder")
+    root = out.resolve()
     files = [out] if out.is_file() else sorted(out.rglob("results_*.json"))
     skip = skip.resolve()
     found = []
     for f in files:
         if skip == f.resolve() or skip in f.resolve().parents:
             continue
+        inside(f, root)
         data, _ = datafiles.read_json(f)
         if isinstance(data, dict) and _is_predict_only(data):
             found.append(f)
@@ -137,7 +194,29 @@ def read_run(path: Path, wanted: Sequence[str] | None) -> PredictOnlyRun:
     match = _STAMPED.match(path.name)
     if not match:
         raise DataError(path, "not named results_<date>.json as lm-eval names its files")
+    plain_name(match["stamp"], path, "the run's stamp")
+    config = data.get("config")
+    if config is not None and not isinstance(config, dict):
+        raise DataError(path, "expected a mapping", field="config")
+    for key, types in CONFIG_TYPES.items():
+        value = (config or {}).get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            raise DataError(path, f"unexpected {type(value).__name__}", field=f"config.{key}")
+    subtasks = data.get("group_subtasks")
+    if subtasks is not None and not (
+        isinstance(subtasks, dict)
+        and all(
+            isinstance(v, list) and all(isinstance(c, str) for c in v) for v in subtasks.values()
+        )
+    ):
+        raise DataError(path, "expected group -> list of task names", field="group_subtasks")
+    _no_cycle(path, subtasks or {})
+    for name in ("model_name_sanitized",):
+        if data.get(name) is not None:
+            plain_name(data[name], path, "the model's folder name", field=name)
     scored = [t for t, c in configs.items() if isinstance(c, dict) and execution_scored(c)]
+    for task in scored:
+        plain_name(task, path, "task name", field="configs")
     if wanted:
         for task in wanted:
             if task not in configs:
@@ -157,8 +236,9 @@ def read_run(path: Path, wanted: Sequence[str] | None) -> PredictOnlyRun:
     run = PredictOnlyRun(path, data, match["stamp"], scored)
     for task in scored:
         sample_file = path.parent / f"samples_{task}_{run.stamp}.jsonl"
-        if not sample_file.is_file():
+        if not sample_file.is_file() and not sample_file.is_symlink():
             raise DataError(sample_file, "missing: run lm_eval with --log_samples")
+        inside(sample_file, path.parent.resolve())
         run.sample_files[task] = sample_file
         run.samples[task] = read_samples(sample_file)
     return run
@@ -167,12 +247,21 @@ def read_run(path: Path, wanted: Sequence[str] | None) -> PredictOnlyRun:
 def read_samples(path: Path) -> list[dict[str, Any]]:
     """The logged samples of one task, each with the fields judging needs."""
     rows = []
+    first: dict[int, int] = {}  # doc_id -> the line of its row
     for lineno, row in datafiles.jsonl_rows(path):
         for name in SAMPLE_FIELDS:
             if name not in row:
                 raise DataError(path, "missing required field", row=lineno, field=name)
         if not isinstance(row["doc_id"], int) or isinstance(row["doc_id"], bool):
             raise DataError(path, "expected an integer", row=lineno, field="doc_id")
+        if row["doc_id"] in first:
+            raise DataError(
+                path,
+                f"a second row of document {row['doc_id']} (the first is row {first[row['doc_id']]})",
+                row=lineno,
+                field="doc_id",
+            )
+        first[row["doc_id"]] = lineno
         if not isinstance(row["doc"], dict):
             raise DataError(path, "expected the document (an object)", row=lineno, field="doc")
         resps = row["resps"]
@@ -199,6 +288,7 @@ def requested(run: PredictOnlyRun) -> list[str]:
     subtasks: dict[str, list[str]] = run.data.get("group_subtasks") or {}
     children = {c for cs in subtasks.values() for c in cs}
     judged = set(run.tasks)
+    _no_cycle(run.results_file, subtasks)
 
     def leaves(name: str) -> list[str]:
         if name not in subtasks:
@@ -215,12 +305,35 @@ def requested(run: PredictOnlyRun) -> list[str]:
     return [p for top in tops for p in pick(top)]
 
 
+def _no_cycle(path: Path, subtasks: Mapping[str, list[str]]) -> None:
+    """DataError when a group contains itself, directly or through other groups."""
+    done: set[str] = set()
+    for start in subtasks:
+        if start in done:
+            continue
+        trail, stack = {start}, [(start, iter(subtasks[start]))]
+        while stack:
+            name, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                trail.discard(name)
+                done.add(name)
+            elif child in trail:
+                raise DataError(path, f"group {child!r} contains itself", field="group_subtasks")
+            elif child in subtasks and child not in done:
+                trail.add(child)
+                stack.append((child, iter(subtasks[child])))
+
+
 def user_metadata(
     run: PredictOnlyRun, overrides: Mapping[str, str], extra: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The --metadata (and model_args) of the generation run, read back from the task configs
-    lm-eval wrote; `overrides` (the judge's backend settings) replace its backend settings,
-    `extra` (the judge's --metadata: the infilling grader's checkouts...) any key."""
+    """The settings the tasks are rebuilt with: of the generation run's --metadata (and
+    model_args), read back from the task configs lm-eval wrote, only `PROTOCOL_KEYS`; the rest
+    is this machine's: `overrides` (the judge's backend settings), `extra` (the judge's
+    --metadata: the data folders, caches, the infilling grader's checkouts...) and its
+    environment. What OUT recorded for the others is reported where it differs, never used."""
     merged: dict[str, Any] = {}
     for task in run.tasks:
         meta = run.data["configs"][task].get("metadata") or {}
@@ -238,11 +351,21 @@ def user_metadata(
                     field=f"configs.{task}.metadata",
                 )
             merged[key] = value
-    if overrides:
-        for setting in (xs.EXEC_BACKEND, *(s for s, _, _ in xs.BACKEND_OPTION_SETTINGS)):
-            merged.pop(setting.key, None)
-        merged.update(overrides)
+    ignored = {k: v for k, v in merged.items() if k not in PROTOCOL_KEYS}
+    merged = {k: v for k, v in merged.items() if k in PROTOCOL_KEYS}
+    merged.update(overrides)
     merged.update(extra or {})
+    for key, value in sorted(ignored.items()):
+        if merged.get(key) != value:
+            here = repr(merged[key]) if key in merged else "this machine's own setting or default"
+            log.warning(
+                "%s: the generation run set %s=%r; not used here (settings that choose what "
+                "this machine reads, writes, trusts or sends come from it alone): judged with %s",
+                run.results_file,
+                key,
+                value,
+                here,
+            )
     # resumable by default: infilling outcomes cached like xCodeEval's verdicts
     merged.setdefault(INFILLING_CACHE, "default")
     return merged
@@ -331,10 +454,21 @@ def _evaluate(
     config = run.data.get("config") or {}
     replay = _Replay(run)
     manager = TaskManager(include_path=str(include_path), metadata=dict(metadata))
+    tasks = requested(run)
+    known = set(manager.all_tasks)
+    for name in tasks:
+        if name not in known:
+            raise DataError(
+                run.results_file,
+                f"task or group {name!r} is not one of --include-path's",
+                field="group_subtasks"
+                if name in (run.data.get("group_subtasks") or {})
+                else "configs",
+            )
     with judging_logged():
         out = lm_eval.simple_evaluate(
             model=_replay_model(replay),
-            tasks=requested(run),
+            tasks=tasks,
             task_manager=manager,
             limit=config.get("limit"),
             bootstrap_iters=config.get("bootstrap_iters", 100000),
@@ -475,6 +609,8 @@ def _write(run: PredictOnlyRun, out: dict[str, Any], output: Path) -> Path:
             merged[key] = value
     final = output / run.stamp
     partial = output / f".{run.stamp}.partial-{os.getpid()}"
+    for folder in (final, partial):  # OUT's own `judged/` may hold links of its making
+        real_folder(folder)
     shutil.rmtree(partial, ignore_errors=True)
     tracker = EvaluationTracker(output_path=str(partial))
     general = tracker.general_config_tracker
@@ -500,6 +636,12 @@ def _write(run: PredictOnlyRun, out: dict[str, Any], output: Path) -> Path:
         shutil.rmtree(final)  # the superseded judgment of the same generation run
     partial.rename(final)
     return final / written[0].relative_to(partial)
+
+
+def real_folder(path: Path) -> None:
+    """DataError when `path` exists as anything but a real folder (a link, a file)."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise DataError(path, "not a folder (a link or a file): the judge writes only into folders")
 
 
 # --------------------------------------------------------------------------- command
@@ -538,8 +680,12 @@ def judge_output(args: argparse.Namespace) -> list[Path]:
     wanted = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     overrides = backend_settings(args)
     extra = judge_metadata(args.metadata)
+    if args.output_path is None:  # inside OUT: a link there would lead the judge elsewhere
+        real_folder(output)
     # every input is read and checked before anything is judged
     runs = [read_run(f, wanted) for f in find_runs(out, output)]
+    for run in runs:
+        real_folder(output / run.stamp)
     written = []
     for run in runs:
         judged = _evaluate(run, user_metadata(run, overrides, extra), args.include_path)

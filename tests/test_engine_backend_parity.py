@@ -16,13 +16,44 @@ from tests.engine_programs import COMPILE_ERROR, LUCKY, LUCKY_EXTRA_TESTS, wrong
 
 LUCKY_TESTS = tuple(TestCase(i, (o,)) for i, o in [("2\n", "6"), *LUCKY_EXTRA_TESTS])
 
+
+def self_harm(step: str) -> str:
+    """The C program of LUCKY that first does `step` to its own files: it passes its first test,
+    and what it did is its own at the second (RUNTIME_ERROR, never left out as INFRA_ERROR)."""
+    body = LUCKY["C"].split("int main(void) {", 1)[1]
+    return (
+        "#include <stdio.h>\n#include <unistd.h>\n#include <sys/stat.h>\n"
+        f"int main(int argc, char **argv) {{ (void)argc; {step}{body}"
+    )
+
+
 # (id, language, source, time limit s, memory MB, the verdict the local backend must give)
 TABLE: list[tuple[str, str, str, float, int, Verdict]] = [
     ("c-ok", "C", LUCKY["C"], 1.0, 64, Verdict.PASSED),
     ("c-wrong", "C", wrong("C"), 1.0, 64, Verdict.WRONG_ANSWER),
     ("c-compile", "C", COMPILE_ERROR["C"], 1.0, 64, Verdict.COMPILATION_ERROR),
     ("c-segv", "C", "int main(void) { int *p = 0; return *p; }\n", 1.0, 64, Verdict.RUNTIME_ERROR),
+    # a program that makes its own binary, or its work dir, unrunnable for the next test
+    ("c-chmod-self", "C", self_harm("chmod(argv[0], 0644);"), 1.0, 64, Verdict.RUNTIME_ERROR),
+    ("c-delete-self", "C", self_harm("unlink(argv[0]);"), 1.0, 64, Verdict.RUNTIME_ERROR),
+    (
+        "c-folder-self",
+        "C",
+        self_harm("unlink(argv[0]); mkdir(argv[0], 0755);"),
+        1.0,
+        64,
+        Verdict.RUNTIME_ERROR,
+    ),
+    ("c-lock-workdir", "C", self_harm('chmod(".", 0);'), 1.0, 64, Verdict.RUNTIME_ERROR),
     ("py-ok", "Python 3", LUCKY["Python"], 1.0, 64, Verdict.PASSED),
+    (  # its script gone from the second test on (the warm start's too)
+        "py-delete-self",
+        "Python 3",
+        "import os\nos.unlink(__file__)\n" + LUCKY["Python"],
+        1.0,
+        64,
+        Verdict.RUNTIME_ERROR,
+    ),
     ("py-wrong", "Python 3", wrong("Python"), 1.0, 64, Verdict.WRONG_ANSWER),
     ("py-exit", "Python 3", "raise SystemExit(3)\n", 1.0, 64, Verdict.RUNTIME_ERROR),
     ("py-spin", "Python 3", "while True:\n    pass\n", 0.2, 64, Verdict.TIME_LIMIT_EXCEEDED),

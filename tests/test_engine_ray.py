@@ -4,8 +4,10 @@ run resumes from the cache, and a mixed cluster is reported."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +30,20 @@ def _jobs(n: int, sleep: float = 0.05) -> list[Job]:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[RayBackend]:
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """An empty home for the module's cluster: where Ray would write a token of its own."""
+    path = tmp_path_factory.mktemp("ray-home")
+    saved = os.environ.get("HOME")
+    os.environ["HOME"] = str(path)
+    yield path
+    if saved is None:
+        os.environ.pop("HOME", None)
+    else:
+        os.environ["HOME"] = saved
+
+
+@pytest.fixture(scope="module")
+def cluster(home: Path) -> Iterator[RayBackend]:
     try:
         import ray  # noqa: F401
     except ImportError:
@@ -38,6 +53,23 @@ def cluster() -> Iterator[RayBackend]:
     assert backend.host_refusal("required") == ""
     yield backend
     backend.close()
+
+
+def test_the_started_cluster_token_is_the_users_alone(cluster: RayBackend, home: Path) -> None:
+    """Whoever holds a cluster's token runs code on it: the token of the cluster the backend
+    starts is in a file of mode 600 in a folder of mode 700, never in Ray's world-readable
+    `~/.ray/auth_token`, nor on any process's command line."""
+    cluster.nodes()  # connected
+    assert not (home / ".ray").exists()
+    path = Path(os.environ["RAY_AUTH_TOKEN_PATH"])
+    for item, mode in ((path, 0o600), (path.parent, 0o700)):
+        st = item.lstat()
+        assert (stat.S_IMODE(st.st_mode), st.st_uid) == (mode, os.geteuid()), item
+    token = path.read_bytes().strip()
+    assert len(token) >= 32
+    for entry in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            assert token not in Path(f"/proc/{entry}/cmdline").read_bytes(), entry
 
 
 def _task_workers() -> list[int]:

@@ -15,6 +15,9 @@ Fields that may differ between the two runs' files, and why (everything else mus
   see below).
 - `configs.<task>.filter_list[].filter[].filter_fn`: lm-eval writes the function's repr, whose
   memory address differs per process (the address is dropped, the name compared).
+- `configs.<task>.metadata`: the generation run's model_args (`script`, `pretrained`); the judge
+  takes no setting from OUT that chooses what it reads (`pretrained` names a tokenizer), so its
+  configs record only the settings it was given.
 - samples: `doc._protocol`, the key of the task's protocol record, a fresh uuid in every
   process (`lm_eval_tasks.protocol.record`), hence `doc_hash` too (lm-eval's hash of `doc`).
 - infilling outcomes (the filtered response): `command.cpu_s`, `command.wall_s`,
@@ -61,6 +64,8 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}  # no tokenizer of
 
 #: results-file fields that vary per run (see the module docstring)
 RESULTS_PER_RUN = ("date", "start_time", "end_time", "total_evaluation_time_seconds", "task_hashes")
+#: metadata keys the generation run's model_args gave (see the module docstring)
+MODEL_ARGS_KEYS = ("script", "pretrained")
 #: sample fields that vary per run
 SAMPLE_PER_RUN = ("doc_hash",)
 DOC_PER_RUN = ("_protocol",)
@@ -165,6 +170,8 @@ class Runs:
             "sg_infilling_cache": str(self.outcomes),
         }
         common = ("--limit", "2", "--model_args", f"script={SCRIPT},{MODEL_ARGS}")
+        #: this machine's settings, given to the judge (it takes none of them from OUT)
+        self.machine = json.dumps(meta)
 
         def lm_eval(out: Path, tasks: list[str], *args: str) -> Path:
             run_cli(
@@ -187,8 +194,9 @@ class Runs:
         )
         self.cached_after_predict = _cached_files(self.verdicts) + _cached_files(self.outcomes)
         self.first = _judge(
-            root / "predicted", "--tasks", ",".join(LEAVES), "--include-path", include
-        )
+            root / "predicted", "--tasks", ",".join(LEAVES), "--include-path", include,
+            "--metadata", self.machine,
+        )  # fmt: skip
         assert self.first.returncode == 0, self.first.stderr[-4000:]
         # kept apart: a later judge of the same run replaces its output folder
         stamp = _results_file(root / "predicted" / "judged").parents[1]
@@ -205,6 +213,9 @@ def _comparable_results(path: Path) -> dict[str, Any]:
     data = json.loads(re.sub(r" at 0x[0-9a-f]+>", ">", path.read_text()))
     for key in RESULTS_PER_RUN:
         data.pop(key, None)  # lm-eval writes some of them only
+    for config in data["configs"].values():
+        for key in MODEL_ARGS_KEYS:
+            config.get("metadata", {}).pop(key, None)
     return data
 
 
@@ -301,7 +312,7 @@ def test_second_judge_runs_nothing_again(
     with caplog.at_level(logging.INFO):
         code = _judge_here(
             monkeypatch, runs.root / "predicted", "--tasks", ",".join(LEAVES),
-            "--include-path", runs.include,
+            "--include-path", runs.include, "--metadata", runs.machine,
         )  # fmt: skip
     assert code == 0
     log = caplog.text
@@ -328,7 +339,7 @@ def test_rows_this_machine_cannot_judge_are_counted_never_dropped(
     with caplog.at_level(logging.WARNING):
         code = _judge_here(
             monkeypatch, runs.root / "predicted", "--tasks", REPAIR_PY,
-            "--include-path", runs.include, "--output-path", tmp_path,
+            "--include-path", runs.include, "--output-path", tmp_path, "--metadata", runs.machine,
         )  # fmt: skip
     assert code == 0
     results = _results_file(tmp_path)
@@ -429,3 +440,179 @@ def test_bad_samples_stop_before_judging_and_keep_the_judged_run(
         err = _fail(capsys, out, "--include-path", runs.include)
         assert f"{path.name}, row 2, field '{missing}': missing required field" in err
     assert {p: p.read_bytes() for p in judged.rglob("*") if p.is_file()} == before
+
+
+# --------------------------------------------------------------------------- a hostile OUT
+# OUT comes from another machine: names in it never lead outside the output folder, settings
+# recorded in it choose nothing here, and every malformed input is one line and exit 2.
+
+
+def _hostile_copy(runs: Runs, tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
+    """A copy of the predicted run: (OUT, its results file, the file's data)."""
+    out = _copy_run(runs, tmp_path)
+    results = _results_file(out)
+    return out, results, json.loads(results.read_text())
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "attack",
+    ["stamp-dotdot", "judged-link", "run-folder-link", "task-path", "model-dotdot", "samples-link"],
+)
+def test_names_and_links_in_out_never_lead_outside_it(
+    runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str], attack: str
+) -> None:
+    out, results, data = _hostile_copy(runs, tmp_path / "in")
+    victim = tmp_path / "victim"
+    (victim / data_stamp(results)).mkdir(parents=True)
+    (victim / data_stamp(results) / "keep.txt").write_text("mine")
+    (victim / "secret.jsonl").write_text("{}\n")
+    if attack == "stamp-dotdot":  # judged/.. is OUT itself: a rename over it, a removal
+        for f in list(results.parent.iterdir()):
+            f.rename(f.with_name(f.name.replace(data_stamp(results), "..")))
+        expect = "is not a plain file name"
+    elif attack == "judged-link":  # the default output folder is OUT/judged
+        (out / "judged").symlink_to(victim)
+        expect = "not a folder (a link or a file)"
+    elif attack == "run-folder-link":  # the judgment replaces judged/<stamp> whole
+        (out / "judged").mkdir()
+        (out / "judged" / data_stamp(results)).symlink_to(victim / data_stamp(results))
+        expect = "not a folder (a link or a file)"
+    elif attack == "task-path":  # a task name is part of its samples file's name
+        data["configs"]["../../../victim/x"] = data["configs"][TRANSLATE]
+        results.write_text(json.dumps(data))
+        expect = "task name '../../../victim/x' is not a plain file name"
+    elif attack == "model-dotdot":  # the results go to <run folder>/<model folder>
+        data["model_name_sanitized"] = ".."
+        results.write_text(json.dumps(data))
+        expect = "the model's folder name '..' is not a plain file name"
+    else:  # a samples file read through a link: a file of this machine
+        (path,) = results.parent.glob(f"samples_{TRANSLATE}_*.jsonl")
+        path.unlink()
+        path.symlink_to(victim / "secret.jsonl")
+        expect = "a symbolic link: only regular files inside OUT are read"
+    before = _tree(tmp_path)
+    err = _fail(capsys, out, "--include-path", runs.include, "--metadata", runs.machine)
+    assert expect in err
+    assert _tree(tmp_path) == before
+
+
+def data_stamp(results: Path) -> str:
+    return results.name[len("results_") : -len(".json")]
+
+
+@pytest.mark.parametrize("attack", ["second-row", "group-cycle", "unknown-group", "config-type"])
+def test_malformed_out_is_one_line_and_exit_2(
+    runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str], attack: str
+) -> None:
+    out, results, data = _hostile_copy(runs, tmp_path)
+    if attack == "second-row":  # scored silently as the first would be a forged sample
+        (path,) = results.parent.glob(f"samples_{TRANSLATE}_*.jsonl")
+        rows = path.read_text().splitlines()
+        path.write_text("\n".join([*rows, rows[0]]) + "\n")
+        expect = f"{path.name}, row {len(rows) + 1}, field 'doc_id': a second row of document"
+    elif attack == "group-cycle":
+        data["group_subtasks"] = {"g1": ["g2"], "g2": [TRANSLATE, "g1"]}
+        expect = "field 'group_subtasks': group 'g1' contains itself"
+    elif attack == "unknown-group":
+        data["group_subtasks"] = {"no_such_group": [TRANSLATE]}
+        expect = "task or group 'no_such_group' is not one of --include-path's"
+    else:
+        data["config"]["limit"] = "all"
+        expect = "field 'config.limit': unexpected str"
+    if attack != "second-row":
+        results.write_text(json.dumps(data))
+    args = ("--tasks", TRANSLATE, "--include-path", runs.include, "--metadata", runs.machine)
+    err = _fail(capsys, out, *args)
+    assert expect in err
+    assert not (out / "judged").exists()
+
+
+class _Listener:
+    """A loopback port that counts the connections it gets (a hostile judge server's)."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def connections(self) -> int:
+
+        n = 0
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                return n
+            conn.close()
+            n += 1
+
+
+def test_settings_recorded_in_out_choose_nothing_here(
+    runs: Runs,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """OUT records a remote backend at its own URL with this machine's token file, its own
+    verdict cache and data folder: the judge sends nothing there, reads and writes neither
+    folder, judges with this machine's settings and says what it did not use."""
+    out, results, data = _hostile_copy(runs, tmp_path / "in")
+    token = tmp_path / "token"
+    token.write_text("s" * 32)
+    token.chmod(0o600)
+    listener = _Listener()
+    hostile = {
+        "exec_backend": "remote",
+        "exec_servers": listener.url,
+        "exec_token_file": str(token),
+        "xcodeeval_exec_cache": str(tmp_path / "forged-cache"),
+        "xcodeeval_data_dir": str(tmp_path / "fake-data"),
+    }
+    data["configs"][TRANSLATE]["metadata"].update(hostile)
+    results.write_text(json.dumps(data))
+    with caplog.at_level(logging.WARNING):
+        code = _judge_here(
+            monkeypatch, out, "--tasks", TRANSLATE, "--include-path", runs.include,
+            "--metadata", runs.machine,
+        )  # fmt: skip
+    assert code == 0
+    assert listener.connections() == 0
+    assert not (tmp_path / "forged-cache").exists() and not (tmp_path / "fake-data").exists()
+    judged = _samples(_results_file(out / "judged"), TRANSLATE)
+    assert [json.loads(r["filtered_resps"][0][0])["verdict"] for r in judged] == [
+        json.loads(r["filtered_resps"][0][0])["verdict"] for r in _samples(runs.judged, TRANSLATE)
+    ]
+    warned = caplog.text
+    for key in hostile:
+        assert f"the generation run set {key}=" in warned, key
+
+
+def test_only_protocol_settings_come_from_out(tmp_path: Path) -> None:
+    recorded = {
+        "xcodeeval_split": "validation",
+        "xcodeeval_execeval_compat": True,
+        "sg_infilling_max_prompt_chars": 900,
+        "sg_infilling_repos_dir": "/elsewhere",
+        "sg_infilling_test_cmd": "sh -c 'curl attacker'",
+        "sg_infilling_grader": "local",
+        "pretrained": "/elsewhere/tokenizer",
+        "exec_image": "attacker/image",
+        "version": 1.0,
+    }
+    run = judge_later.PredictOnlyRun(
+        tmp_path / "results_x.json", {"configs": {"t": {"metadata": recorded}}}, "x", ["t"]
+    )
+    merged = judge_later.user_metadata(run, {}, {"sg_infilling_grader": "swebench"})
+    assert merged == {
+        "xcodeeval_split": "validation",
+        "xcodeeval_execeval_compat": True,
+        "sg_infilling_max_prompt_chars": 900,
+        "sg_infilling_grader": "swebench",
+        judge_later.INFILLING_CACHE: "default",
+    }

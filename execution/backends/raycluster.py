@@ -35,6 +35,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..auth import TokenError
 from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
 from ..isolation import check_policy
 from ..languages import Runtime, resolve
@@ -146,7 +147,7 @@ class RayBackend(JobBackend):
         self.num_cpus = int(num_cpus) if num_cpus else None
         if self.num_cpus is not None and (self.num_cpus < 1 or self.address):
             raise ValueError("num_cpus applies to a local cluster (no address), at least 1")
-        self.auth = TokenEnvironment(token_file)
+        self.auth = TokenEnvironment(token_file, starts_cluster=not self.address)
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()
         self._runtimes: dict[str, tuple[Runtime, list[dict[str, Any]]]] = {}
@@ -178,7 +179,11 @@ class RayBackend(JobBackend):
                     kwargs["address"] = self.address
                 else:
                     kwargs["num_cpus"] = self.num_cpus or len(os.sched_getaffinity(0))
-                self.auth.apply()
+                try:
+                    self.auth.apply()
+                except TokenError as exc:  # never a cluster whose token others can read
+                    self.auth.restore()
+                    raise SandboxError(f"Ray token authentication: {exc}") from exc
                 try:
                     ray.init(**kwargs)
                 except Exception as exc:
