@@ -38,6 +38,7 @@ class Language:
     extensions: tuple[str, ...]
     comment: str
     slug: str = ""  # "" for prompt-only languages
+    open_tag: str = ""  # "" when a program needs no opening tag
 
     @property
     def runnable(self) -> bool:
@@ -94,7 +95,7 @@ def _texts(raw: dict[str, Any], field: str, where: str) -> tuple[str, ...]:
 def _row(key: str, raw: Any, where: str, runnable: bool) -> Language:
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: expected a table")
-    known = {*_KEYS, "slug"} if runnable else set(_KEYS)
+    known = {*_KEYS, "open_tag", "slug"} if runnable else {*_KEYS, "open_tag"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ValueError(f"{where}: unknown field(s) {', '.join(unknown)}")
@@ -113,6 +114,7 @@ def _row(key: str, raw: Any, where: str, runnable: bool) -> Language:
         extensions=extensions,
         comment=_text(raw, "comment", where),
         slug=_text(raw, "slug", where) if runnable else "",
+        open_tag=_text(raw, "open_tag", where) if "open_tag" in raw else "",
     )
 
 
