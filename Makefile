@@ -12,7 +12,7 @@ STAMP := .cache/install.stamp
 TOOLCHAINS_STAMP := .cache/toolchains.stamp
 MYPY_ROOT := .cache/mypy-root
 
-.PHONY: install toolchains test lint pytest demo bench clean tasks-path container-tools image \
+.PHONY: install toolchains lm-eval-tests test lint pytest demo bench clean tasks-path container-tools image \
 	podman-tools podman-user podman-image
 
 install: $(STAMP)
@@ -33,6 +33,20 @@ $(TOOLCHAINS_STAMP): execution/toolchains.txt
 		$$(grep -v '^#' execution/toolchains.txt)
 	@mkdir -p $(dir $@) && touch $@
 
+# lm-eval's own task tests (`tests/test_tasks.py`, class BaseTasks) of the INSTALLED lm-eval version,
+# from its sdist on PyPI; tests/test_lm_eval_base_tasks.py runs them, unchanged, on every task of
+# the pack. One folder (and stamp) per version, so an upgraded lm-eval fetches its own tests.
+LM_EVAL_TESTS := .cache/lm-eval-tests
+LM_EVAL_VERSION = $$($(PYTHON) -c 'import importlib.metadata as m; print(m.version("lm-eval"))')
+
+lm-eval-tests: install
+	@v=$(LM_EVAL_VERSION) && dir=$(LM_EVAL_TESTS)/lm_eval-$$v && \
+	if [ ! -f $$dir/.stamp ]; then \
+		rm -rf $$dir && mkdir -p $$dir && \
+		$(PIP) download -q --no-deps --no-binary :all: -d $$dir "lm-eval==$$v" && \
+		tar --no-same-owner -xzf $$dir/lm_eval-$$v.tar.gz -C $$dir --strip-components=1 lm_eval-$$v/tests/test_tasks.py && \
+		touch $$dir/.stamp && echo "lm-eval $$v task tests in $$dir/tests/test_tasks.py"; fi
+
 lint: install
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
@@ -43,14 +57,14 @@ lint: install
 	MYPYPATH=$(MYPY_ROOT) $(PYTHON) -m mypy -p code_eval_taskpack.execution -p code_eval_taskpack.utils
 	MYPYPATH=$(MYPY_ROOT) $(PYTHON) -m mypy lm_eval_tasks tests bench
 
-pytest: install
+pytest: install lm-eval-tests
 	$(PYTHON) -m pytest -q
 
 # CI (REQUIRE_TOOLCHAINS=1) also builds a judge image of C and Python and runs the tests with a
 # Docker daemon answering (container/with-dockerd.sh starts one and stops it afterwards)
 CI_IMAGE_LANGS ?= C,Python
 
-test: install
+test: install lm-eval-tests
 	@if [ "$${REQUIRE_TOOLCHAINS:-0}" != 0 ]; then $(MAKE) toolchains container-tools && \
 		LANGS="$(CI_IMAGE_LANGS)" container/with-dockerd.sh container/build-image.sh && \
 		$(MAKE) podman-image; fi

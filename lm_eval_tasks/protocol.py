@@ -45,6 +45,7 @@ INTERNAL = ("clozetest_language", "sg_infilling_variant", "sg_infilling_exec")
 
 # key carried by a task's documents -> its protocol mapping (the one lm-eval will write)
 _RECORDS: dict[str, dict[str, Any]] = {}
+_OWNERS: dict[str, tuple[str, str]] = {}  # key -> (label, task YAML file) that wrote it
 _LATEST: dict[str, str] = {}  # task -> key of its latest record
 
 
@@ -58,7 +59,11 @@ def record(kwargs: Mapping[str, Any], label: str, fields: Mapping[str, Any]) -> 
     key by which later steps of the run `update` it. `label` (the task, or the benchmark and
     language) names the task in errors and, for xCodeEval, finds its latest record. Called
     without the key (not by lm-eval: the tests' direct calls), it records nothing; every task
-    YAML of the pack declares it (a test checks)."""
+    YAML of the pack declares it (a test checks).
+
+    A task may build its documents again (lm-eval's `download`): its own mapping, seen again with
+    the same `label` and YAML file (`config_source`), gets the new record in place of the old
+    one. The same mapping reaching another task can only come from --metadata, and is refused."""
     if PROTOCOL_KEY not in kwargs:
         return ""
     slot = kwargs[PROTOCOL_KEY]
@@ -68,16 +73,22 @@ def record(kwargs: Mapping[str, Any], label: str, fields: Mapping[str, Any]) -> 
             f"(`metadata: {{{PROTOCOL_KEY}: {{}}}}`), got {type(slot).__name__}; it is written by "
             "the task, never set in --metadata"
         )
-    if any(other is slot for other in _RECORDS.values()):
-        # each task has its own copy of its YAML: one mapping seen twice came from --metadata
-        raise ValueError(
-            f"{label}: metadata key {PROTOCOL_KEY!r} is shared by several tasks: it is written "
-            "by each task, never set in --metadata"
-        )
+    owner = (label, str(kwargs.get("config_source") or ""))
+    for seen, other in list(_RECORDS.items()):
+        if other is not slot:
+            continue
+        if _OWNERS[seen] != owner:
+            # each task has its own copy of its YAML: one mapping of two tasks came from --metadata
+            raise ValueError(
+                f"{label}: metadata key {PROTOCOL_KEY!r} is shared by several tasks: it is "
+                "written by each task, never set in --metadata"
+            )
+        del _RECORDS[seen], _OWNERS[seen]  # the same task again: its new record replaces it
     slot.clear()
     slot.update(fields)
     key = f"{label}#{uuid.uuid4().hex}"
     _RECORDS[key] = slot  # kept alive, so `is` above never meets a recycled id
+    _OWNERS[key] = owner
     _LATEST[label] = key
     return key
 

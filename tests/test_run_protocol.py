@@ -76,6 +76,46 @@ def test_a_protocol_given_in_metadata_is_refused() -> None:
         protocol.record({"protocol": shared}, "task_b", {"x": 2})
     with pytest.raises(ValueError, match="never set in --metadata"):
         protocol.record({"protocol": "hidden"}, "task_c", {})
+    # two tasks of one benchmark may share a label; their YAML files tell them apart
+    common: dict[str, Any] = {}
+    protocol.record({"protocol": common, "config_source": "a.yaml"}, "sg_infilling", {"x": 1})
+    with pytest.raises(ValueError, match="shared by several tasks"):
+        protocol.record({"protocol": common, "config_source": "b.yaml"}, "sg_infilling", {})
+
+
+def test_a_task_built_again_records_again_in_its_own_protocol() -> None:
+    own: dict[str, Any] = {}
+    kwargs = {"protocol": own, "config_source": "/tasks/task_a.yaml"}
+    first = protocol.record(kwargs, "task_a", {"rows": 1, "old": True})
+    second = protocol.record(kwargs, "task_a", {"rows": 2})
+    assert own == {"rows": 2} and first != second
+    assert protocol.update(second, "task_a", {"judged": 2}) and own == {"rows": 2, "judged": 2}
+    # the old record is gone: its key finds the task's latest record
+    assert protocol.update(first, "task_a", {"judged": 3}) and own["judged"] == 3
+    with pytest.raises(ValueError, match="shared by several tasks"):
+        protocol.record({**kwargs, "config_source": "/tasks/task_b.yaml"}, "task_a", {})
+
+
+def test_lm_eval_downloads_a_task_again_and_refuses_a_protocol_from_metadata() -> None:
+    """lm-eval's own `download`, called again on a built task, records again; a `protocol`
+    mapping given through --metadata reaches two tasks and is refused."""
+    from lm_eval.tasks import TaskManager
+
+    meta = {"xcodeeval_data_dir": str(support.FIXTURES), "xcodeeval_split": "validation"}
+    names = ["xcodeeval_compile_c", "xcodeeval_compile_go"]
+    manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta)
+    tasks = manager.load(names)["tasks"]
+    for name in names:
+        task = tasks[name]
+        recorded = task.config.metadata["protocol"]
+        assert recorded["task"] == name
+        task.download(task.config.dataset_kwargs)
+        assert task.config.metadata["protocol"] is recorded and recorded["task"] == name
+    shared = TaskManager(
+        include_path=str(TASKS_DIR), include_defaults=False, metadata={**meta, "protocol": {}}
+    )
+    with pytest.raises(ValueError, match="shared by several tasks"):
+        shared.load(names)
 
 
 def every_benchmark(kind: str, context: str, extra: Any) -> str:
