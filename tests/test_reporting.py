@@ -360,3 +360,30 @@ def test_figures_for_20_models(tmp_path: Path) -> None:
     assert len(list(figs.glob("verdicts_hf_*.png"))) == 20
     # only verdicts that occur are drawn and tabulated
     assert "No program had TIME_LIMIT_EXCEEDED, MEMORY_LIMIT_EXCEEDED" in md
+
+
+@pytest.mark.parametrize("dropped", [False, True])
+def test_truncated_hidden_tests_reach_the_report(tmp_path: Path, dropped: bool) -> None:
+    """The protocol's `truncated_tests` count is a warning of the report; a run that dropped
+    them is another protocol, named in its column."""
+    from lm_eval_tasks.reporting.results import find_runs
+    from lm_eval_tasks.reporting.table import build
+
+    kind = "hidden without truncated" if dropped else "hidden"
+    protocol = {
+        "tests": kind,
+        "comparator": "default",
+        "truncated_tests": {"problems": 11, "tests": 435, "dropped": dropped},
+    }
+    _write_run(
+        tmp_path / "r" / "hf__m",
+        {"xcodeeval_synth_greedy_go": {"pass@1,judge": 0.2}},
+        {"model": "hf", "model_args": "pretrained=/models/m", "limit": None},
+        metadata={"protocol": protocol},
+    )
+    table = build(find_runs([tmp_path / "r"]))
+    text = "\n".join(table.warnings)
+    assert "xcodeeval_synth_greedy_go: truncated_tests = 435" in text
+    (column,) = [c.key for c in table.columns]
+    assert ("WITHOUT the truncated ones" in column) == dropped
+    assert ("hidden tests" in column) and "SAMPLE" not in column
