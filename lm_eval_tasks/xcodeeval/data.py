@@ -301,7 +301,7 @@ class Problem:
     sample_outputs: tuple[str, ...]
     input_from: str
     output_to: str
-    time_limit_s: float | None  # None: absent or unreadable in the row (see `limits_note`)
+    time_limit_s: float | None  # None: null or unreadable in the row (see `has_limits`)
     memory_limit_mb: int | None
     tags: tuple[str, ...]
     difficulty: int | None
