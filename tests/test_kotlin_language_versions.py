@@ -31,7 +31,7 @@ PROGRAMS: dict[str, tuple[str, frozenset[int]]] = {
     "readLine": (
         "fun main() {\n"
         "    val w = readLine()!!.split(' ')\n"
-        '    println("${w[0].toLowerCase()} ${w[1][0].toInt()} ${w.drop(2).map { it.toInt() }'
+        '    println("${w[0].toLowerCase()} ${w[0][0].toInt()} ${w.drop(2).map { it.toInt() }'
         '.maxOrNull()}")\n'
         "}\n",
         frozenset({4, 5, 6, 7}),
@@ -47,7 +47,7 @@ PROGRAMS: dict[str, tuple[str, frozenset[int]]] = {
     "Char.code": (  # 1.5
         "fun main() {\n"
         "    val w = readLine()!!.split(' ')\n"
-        '    println("hello ${w[1][0].code} 3")\n'
+        '    println("hello ${w[0][0].code} 3")\n'
         "}\n",
         frozenset({5, 6, 7}),
     ),
@@ -61,7 +61,7 @@ PROGRAMS: dict[str, tuple[str, frozenset[int]]] = {
     "readln": (  # 1.6
         "fun main() {\n"
         "    val w = readln().split(' ')\n"
-        '    println("hello 72 ${w.size - 1}")\n'
+        '    println("hello 72 ${w.drop(2).map { it.toInt() }.maxOrNull()}")\n'
         "}\n",
         frozenset({6, 7}),
     ),
