@@ -24,7 +24,7 @@ from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval import documents
 from lm_eval_tasks.xcodeeval.hooks import verdict_records
 from tests import xcodeeval_support as support
-from tests.conftest import ROOT, require, serve_hub, write_jsonl
+from tests.conftest import ROOT, require, require_runtime, serve_hub, write_jsonl
 from tests.lm_fakes import run_cli
 from tests.xcodeeval_support import FIXTURES, fx
 
@@ -511,3 +511,29 @@ def test_lm_eval_cli_end_to_end(tmp_path: Path, exec_cache: str) -> None:
     )
     assert refused.returncode != 0
     assert "marked as unsafe" in refused.stderr, refused.stderr[-2000:]
+
+
+def test_execeval_compat_removes_carriage_returns_as_execeval_does() -> None:
+    """xCodeEval's hidden tests have CRLF line ends and ExecEval removes every `\\r` from the
+    inputs, the expected outputs and the source before anything runs: a PHP program comparing
+    the line it read with a word passes there, so it must pass in the compatible mode. The
+    default mode feeds the test as it is."""
+    from code_eval_taskpack.execution import Engine
+    from code_eval_taskpack.execution.types import TestCase
+    from lm_eval_tasks.xcodeeval.judging import ExecSettings, without_cr
+
+    require_runtime("PHP")
+    crlf = (TestCase("YES\r\n3\r\n", ("ok 3\r\n",)),)
+    source = '<?php\r\n$w = fgets(STDIN);\r\n$n = fgets(STDIN);\r\necho ($w === "YES\\n" ? "ok " : "no ") . ($n * 1), "\\n";\r\n'
+    assert without_cr(crlf[0]) == TestCase("YES\n3\n", ("ok 3\n",))
+    verdicts = {}
+    for compat in (True, False):
+        p = ExecSettings(execeval_compat=compat).program("PHP", source, crlf, 2.0, 256, "k")
+        assert (p.tests is crlf) is not compat
+        assert ("\r" in p.source_code) is not compat
+        verdicts[compat] = Engine(comparator=p.comparator).judge(p).verdict
+    assert verdicts == {True: Verdict.PASSED, False: Verdict.WRONG_ANSWER}
+    # every sample of a problem shares its tests tuple, and so its copy
+    settings = ExecSettings(execeval_compat=True)
+    a = settings.program("PHP", source, crlf, 2.0, 256, "a").tests
+    assert settings.program("PHP", source, crlf, 2.0, 256, "b").tests is a

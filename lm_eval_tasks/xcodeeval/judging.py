@@ -86,8 +86,14 @@ class ExecSettings(Frozen):
         key: str,
     ) -> Program:
         """The engine job of one candidate for a problem with the given limits: limits and
-        comparator as chosen here, tests run until the first failure (as ExecEval does)."""
+        comparator as chosen here, tests run until the first failure (as ExecEval does).
+        ExecEval-compatible, every `\r` of the source, the inputs and the expected outputs is
+        removed first, as ExecEval does (xCodeEval's hidden tests have CRLF line ends: a
+        program that keeps the `\r` it reads fails here and passed there)."""
         time_s, memory_mb = self.limits(time_limit_s, memory_limit_mb)
+        if self.execeval_compat:
+            source_code = source_code.replace("\r", "")
+            tests = _lf_tests(tests)
         return Program(
             language=language,
             source_code=source_code,
@@ -123,6 +129,30 @@ class ExecSettings(Frozen):
             "workers": self.workers,
             "verdict_cache": None if cache is None else str(cache),
         }
+
+
+#: the `\r`-free copy of each tests tuple (every sample of a problem shares its tuple, and so
+#: its copy): id -> (the tuple, kept alive so its id stays unique, its copy); bounded
+_LF_TESTS: dict[int, tuple[tuple[TestCase, ...], tuple[TestCase, ...]]] = {}
+_LF_TESTS_MAX = 4096
+
+
+def _lf_tests(tests: tuple[TestCase, ...]) -> tuple[TestCase, ...]:
+    hit = _LF_TESTS.get(id(tests))
+    if hit is None or hit[0] is not tests:
+        if len(_LF_TESTS) >= _LF_TESTS_MAX:
+            _LF_TESTS.clear()
+        hit = (tests, tuple(without_cr(t) for t in tests))
+        _LF_TESTS[id(tests)] = hit
+    return hit[1]
+
+
+def without_cr(test: TestCase) -> TestCase:
+    """`test` with every `\r` removed from its input and expected outputs (ExecEval's
+    `convert_crlf_to_lf`)."""
+    if "\r" not in test.input and not any("\r" in o for o in test.output):
+        return test
+    return TestCase(test.input.replace("\r", ""), tuple(o.replace("\r", "") for o in test.output))
 
 
 def settings_from(kwargs: Mapping[str, Any]) -> ExecSettings:
