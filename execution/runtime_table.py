@@ -48,6 +48,8 @@ def _execeval_toolchain(name: str) -> str:
         return "g++ 12"
     if name.startswith("GNU C"):
         return "gcc 12"
+    if EXECEVAL_RUNTIMES[name].execute_cmd == "node":  # before "Java": `JavaScript`
+        return "Node.js 16.17.1"
     if EXECEVAL_RUNTIMES[name].compile_cmd == "csc":
         return "Roslyn `csc` (Mono), `mono`"
     if name.startswith("Kotlin"):
@@ -67,7 +69,7 @@ def _execeval_toolchain(name: str) -> str:
     ):
         if name.startswith(prefix):
             return toolchain
-    return "Node.js 16.17.1"  # JavaScript, Node js, Node.js
+    raise ValueError(f"no ExecEval toolchain known for {name!r}")
 
 
 EXECEVAL_TOOLCHAINS: dict[str, str] = {n: _execeval_toolchain(n) for n in EXECEVAL_RUNTIMES}
@@ -134,9 +136,17 @@ HERE: dict[str, Here] = {
     "Python 3": Here(
         "Debian's CPython 3.11", "3.11", "none (the same 19 of 106 shared programs pass)"
     ),
-    "Python 2": Here("none: Debian 12 has no Python 2", "", "unavailable here (INFRA_ERROR)"),
+    "Python 2": Here(
+        "none: Debian 12 has no Python 2",
+        "",
+        "unavailable (INFRA_ERROR) unless CPython 2.7 is installed by hand (e.g. pyenv 2.7.18)",
+    ),
     "PyPy 3": Here("Debian's PyPy 7.3.11 (Python 3.9)", "7.3", "none known (the same Python 3.9)"),
-    "PyPy 2": Here("none: Debian 12 has no PyPy 2", "", "unavailable here (INFRA_ERROR)"),
+    "PyPy 2": Here(
+        "none: Debian 12 has no PyPy 2",
+        "",
+        "unavailable (INFRA_ERROR) unless a PyPy 2.7 release is installed by hand",
+    ),
     "Ruby 3": Here(
         "Debian's Ruby 3.1",
         "3.1",

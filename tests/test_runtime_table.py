@@ -22,6 +22,8 @@ def test_every_execeval_name_is_in_one_row_of_its_runtime() -> None:
         for n in r.names:
             assert registry().resolve(n).name == r.runtime
     kotlin = {r.runtime: r for r in rows}
+    assert kotlin["Node.js"].execeval == ("Node.js 16.17.1",)  # `JavaScript` is not Java
+    assert kotlin["Java 17"].execeval == ("JDK 21",)
     assert kotlin["Kotlin 1.7"].names == ("Kotlin", "Kotlin 1.7")
     assert kotlin["Kotlin 1.5"].execeval == ("kotlinc 1.7.20 `-language-version 1.5`, JDK 21",)
 
