@@ -26,11 +26,14 @@ $(STAMP): setup.cfg pyproject.toml
 
 toolchains: $(TOOLCHAINS_STAMP)
 
-# apt runs again only when the package list changes
-$(TOOLCHAINS_STAMP): execution/toolchains.txt
+# apt runs again only when the package list changes; then the toolchains Debian lacks at
+# xCodeEval's versions (languages.toml [registry_toolchains]: JetBrains' Kotlin compiler) come
+# from their package registry, pinned by version and sha512 (an installed one is kept)
+$(TOOLCHAINS_STAMP): execution/toolchains.txt execution/languages.toml
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
 		$$(grep -v '^#' execution/toolchains.txt)
+	$(SUDO) $(PYTHON) -m execution.toolchains --install
 	@mkdir -p $(dir $@) && touch $@
 
 # lm-eval's own task tests (`tests/test_tasks.py`, class BaseTasks) of the INSTALLED lm-eval version,

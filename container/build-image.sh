@@ -60,7 +60,27 @@ else
 fi
 # the agent (python3) and the sandbox launcher (gcc, libseccomp) are always inside
 PACKAGES=$(echo "$PACKAGES python3 gcc libc6-dev libseccomp-dev" | tr ' ' '\n' | sed '/^$/d' | sort -u | tr '\n' ' ')
-REQUEST=$(printf '%s\n%s\n%s\n%s\n' "$SCRIPT_HASH" "$MIRROR" "$SUITE" "$PACKAGES" | sha256sum | cut -c1-64)
+# the wanted runtimes' toolchains from package registries (languages.toml [registry_toolchains]),
+# copied from the host, where `make toolchains` installed and checked them: "HOME SHA512" lines
+FETCHED=$(python3 - "${LANGS:-}" <<'PY'
+import sys, tomllib
+reg = tomllib.load(open("execution/languages.toml", "rb"))
+wanted = [c.strip() for c in sys.argv[1].split(",") if c.strip()] or list(reg["clusters"])
+names = {rt["registry_toolchain"] for rt in reg["runtimes"].values()
+         if rt["cluster"] in wanted and rt.get("registry_toolchain")}
+for name in sorted(names):
+    tc = reg["registry_toolchains"][name]
+    print(tc["home"], tc["sha512"])
+PY
+)
+while read -r home sha; do
+    [ -n "$home" ] || continue
+    if [ "$(cat "$home/.code-eval-sha512" 2>/dev/null)" != "$sha" ]; then
+        echo "build-image: $home is not installed as pinned: run \`make toolchains\` first" >&2
+        exit 1
+    fi
+done <<<"$FETCHED"
+REQUEST=$(printf '%s\n%s\n%s\n%s\n%s\n' "$SCRIPT_HASH" "$MIRROR" "$SUITE" "$PACKAGES" "$FETCHED" | sha256sum | cut -c1-64)
 
 existing=$("$DOCKER" images -q --filter "label=code-eval.request=$REQUEST" | head -n1)
 if [ -n "$existing" ]; then
@@ -94,12 +114,16 @@ chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEN
     sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends $PACKAGES" \
     >"$WORK/apt.log" 2>&1 || { tail -n 30 "$WORK/apt.log" >&2; exit 1; }
 for m in proc sys dev; do umount -l "$ROOT/$m"; done
+while read -r home sha; do
+    [ -n "$home" ] || continue
+    mkdir -p "$ROOT$(dirname "$home")" && cp -a "$home" "$ROOT$home"
+done <<<"$FETCHED"
 # the agent's user and the package's mount point
 echo "judge:x:10001:10001:judge:/work:/usr/sbin/nologin" >>"$ROOT/etc/passwd"
 echo "judge:x:10001:" >>"$ROOT/etc/group"
 mkdir -p "$ROOT/opt/code-eval/code_eval_taskpack/execution" "$ROOT/work"
 : >"$ROOT/opt/code-eval/code_eval_taskpack/__init__.py"
-MANIFEST=$(chroot "$ROOT" dpkg-query -W)
+MANIFEST=$(chroot "$ROOT" dpkg-query -W; echo "$FETCHED")
 rm -rf "$ROOT"/var/lib/apt/lists/* "$ROOT"/var/cache/apt/* "$ROOT/usr/sbin/policy-rc.d" \
     "$ROOT"/usr/share/doc/* "$ROOT"/usr/share/man/* "$ROOT"/etc/apt/sources.list
 HASH=$(printf '%s\n%s\n' "$MANIFEST" "$SCRIPT_HASH" | sha256sum | cut -c1-64)

@@ -303,8 +303,19 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             }
         )
     isolation = probe_isolation()
+    from .runtime_table import host_rows
+
+    against = host_rows(runtimes())
     if args.json:
-        print(json.dumps({"runtimes": rows, "isolation": isolation}, indent=2))
+        versus = [
+            dict(zip(("runtime", "version", "execeval", "difference"), r, strict=True))
+            for r in against
+        ]
+        print(
+            json.dumps(
+                {"runtimes": rows, "against_execeval": versus, "isolation": isolation}, indent=2
+            )
+        )
         return EXIT_OK
     table = [
         [
@@ -317,6 +328,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         for r in rows
     ]
     print(_table(["runtime", "cluster", "version", "binary", "available"], table))
+    print()
+    print(_table(["runtime", "version here", "ExecEval's toolchain", "what differs"], against))
     print()
     layer_rows = [[name, "active" if isolation.get(name) else "INACTIVE"] for name in LAYERS]
     for key in (

@@ -9,9 +9,8 @@ what our engine runs:
 - `execeval_runtime`: a registry runtime whose compile and run argv are ExecEval's command line
   for that runtime name (or the request's custom `compile_cmd`/`compile_flags`/`execute_cmd`/
   `execute_flags`), split with shlex into an argv (never run by a shell), adapted only where the
-  tool here differs (`csc` -> Mono `mcs`, JDK 17 `javac` without `-target 1.x`, Kotlin 1.3
-  without `-language-version`, `clang++-14` -> another compiler when it is not installed); each
-  adaptation is reported;
+  tool here differs (`csc` -> Mono `mcs`, JDK 17 `javac` without `-target 1.x`, `clang++-14` ->
+  another compiler when it is not installed); each adaptation is reported;
 - `execeval_limits`: the request's `limits` with ExecEval's meaning and defaults (`cpu`, 2 s,
   only as the wall clock `cpu` x time factor: ExecEval passes every limit but `cpu` to prlimit,
   so it has no CPU-time limit; `_as` 2 GiB, +1 GiB for JVM languages, applied as the memory
@@ -362,10 +361,7 @@ def execeval_commands(
             cflags = _drop_option(cflags, "-target", "JDK 17's javac needs -source too", adapt)
         compile_argv = [*compile_prog, *cflags, src]
         run_argv = [*(run_prog or ["java"]), *eflags, "{main_class}"]
-    elif cluster == "Kotlin":
-        cflags = _drop_option(
-            cflags, "-language-version", f"kotlinc here is {runtime.version}", adapt
-        )
+    elif cluster == "Kotlin":  # kotlinc 1.7 here too: every `-language-version` of ExecEval's
         compile_argv = [*compile_prog, *cflags, src, "-d", "main.jar"]
         run_argv = [*(run_prog or ["java"]), *eflags, "main.jar"]
     else:  # interpreted: a syntax check, then the interpreter

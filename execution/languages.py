@@ -84,6 +84,8 @@ class Runtime:
     version_jar: str = ""
     missing_hint: str = ""
     apt: tuple[str, ...] = ()
+    #: the [registry_toolchains] entry the binary comes from ("" for Debian's packages)
+    registry_toolchain: str = ""
     # the whole registry entry (documentation-only keys such as `notes` included):
     # part of the fingerprint, so any edit of the entry invalidates cached verdicts
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -339,14 +341,36 @@ def _probe_version(cmd: tuple[str, ...], regex: str, binary: str) -> str:
 
 # -- registry ---------------------------------------------------------------------------------
 
+#: the package registries `make toolchains` may fetch a toolchain from
+PACKAGE_REGISTRIES = ("npm",)
+
+
+@dataclass(frozen=True)
+class RegistryToolchain:
+    """A toolchain Debian does not ship at the version xCodeEval ran, fetched by `make
+    toolchains` from a package registry: pinned by version and tarball checksum, unpacked into
+    `home`, a folder of its own below /usr (so every sandbox sees it, read-only)."""
+
+    package: str
+    registry: str
+    version: str
+    sha512: str  # of the registry's tarball, hex
+    home: str
+
+    @property
+    def spec(self) -> str:
+        """What the registry's client is asked for (`npm pack kotlin-compiler@1.7.22`)."""
+        return f"{self.package}@{self.version}"
+
 
 @dataclass
 class Registry:
     runtimes: dict[str, Runtime]
     names: dict[str, str]  # normalized name -> runtime name
     display_names: list[str]
-    clusters: dict[str, str]  # cluster -> the runtime its name resolves to, in file order
+    clusters: dict[str, str]  # cluster -> the runtime its programs are judged with, in file order
     packages: dict[str, tuple[str, ...]]  # purpose -> Debian packages the engine itself needs
+    toolchains: dict[str, RegistryToolchain] = field(default_factory=dict)
 
     def apt_packages(self) -> list[str]:
         """Every Debian package of the engine and its runtimes, each once, in file order."""
@@ -381,6 +405,10 @@ def load_registry(path: Path = REGISTRY_PATH, classic: bool | None = None) -> Re
     packages = {
         str(k): _strings(v, f"{path}: [packages] {k}") for k, v in data.get("packages", {}).items()
     }
+    toolchains = {
+        str(k): _registry_toolchain(str(k), v, path)
+        for k, v in data.get("registry_toolchains", {}).items()
+    }
     runtimes: dict[str, Runtime] = {}
     names: dict[str, str] = {}
     display: list[str] = []
@@ -403,13 +431,25 @@ def load_registry(path: Path = REGISTRY_PATH, classic: bool | None = None) -> Re
             if f"{key}_classic" in raw and key not in raw:
                 raise ValueError(f"{path}: runtime {name!r} has {key}_classic without {key}")
         use_classic = classic and any(f"{k}_classic" in raw for k in ("compile", "run"))
+        fetched = str(raw.get("registry_toolchain", ""))
+        if fetched and fetched not in toolchains:
+            raise ValueError(f"{path}: runtime {name!r} names unknown toolchain {fetched!r}")
+        candidates = tuple(raw["binary"])
+        if fetched:
+            home = toolchains[fetched].home
+            candidates = tuple(c.replace("{home}", home) for c in candidates)
+            if not all(c.startswith(home + "/") for c in candidates):
+                raise ValueError(
+                    f"{path}: runtime {name!r}: every binary of a registry toolchain is "
+                    "`{home}/...`"
+                )
         compile_argv = raw.get("compile_classic" if use_classic else "compile")
         compile_argv = compile_argv if compile_argv is not None else raw.get("compile")
         run_argv = raw.get("run_classic", raw["run"]) if use_classic else raw["run"]
         rt = Runtime(
             name=name,
             cluster=str(raw["cluster"]),
-            binary_candidates=tuple(raw["binary"]),
+            binary_candidates=candidates,
             source=str(raw["source"]),
             run=tuple(run_argv),
             compile=tuple(compile_argv) if compile_argv is not None else None,
@@ -427,6 +467,7 @@ def load_registry(path: Path = REGISTRY_PATH, classic: bool | None = None) -> Re
             version_jar=str(raw.get("version_jar", "")),
             missing_hint=str(raw.get("missing_hint", "")),
             apt=_strings(raw["apt"], f"{path}: runtime {name!r} apt"),
+            registry_toolchain=fetched,
             # the entry as fingerprinted: which speed-ups may run is not part of it
             raw={k: v for k, v in raw.items() if k != "strategies"},
             classic=use_classic,
@@ -448,14 +489,38 @@ def load_registry(path: Path = REGISTRY_PATH, classic: bool | None = None) -> Re
             raise ValueError(
                 f"{path}: [clusters] {cluster!r} = {default!r} is not a runtime of that cluster"
             )
-        accept(cluster, default)
+        # a runtime with `cluster_name = true` takes the cluster's name: xCodeEval's `Kotlin`
+        # is Kotlin 1.7's rules, while the authors judged the Kotlin cluster as `Kotlin 1.4`
+        named = [rt.name for rt in runtimes.values() if rt.raw.get("cluster_name") is True]
+        named = [n for n in named if runtimes[n].cluster == cluster]
+        if len(named) > 1:
+            raise ValueError(f"{path}: cluster {cluster!r} is the cluster_name of {named}")
+        accept(cluster, named[0] if named else default)
     return Registry(
         runtimes=runtimes,
         names=names,
         display_names=display,
         clusters=dict(clusters),
         packages=packages,
+        toolchains=toolchains,
     )
+
+
+def _registry_toolchain(name: str, raw: Any, path: Path) -> RegistryToolchain:
+    where = f"{path}: [registry_toolchains] {name!r}"
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where} must be a table")
+    fields = {k: raw.get(k) for k in ("registry", "version", "sha512", "home")}
+    if not all(isinstance(v, str) and v for v in fields.values()):
+        raise ValueError(f"{where} needs registry, version, sha512 and home (strings)")
+    tc = RegistryToolchain(package=name, **{k: str(v) for k, v in fields.items()})
+    if tc.registry not in PACKAGE_REGISTRIES:
+        raise ValueError(f"{where}: registry {tc.registry!r} is not one of {PACKAGE_REGISTRIES}")
+    if not re.fullmatch(r"[0-9a-f]{128}", tc.sha512):
+        raise ValueError(f"{where}: sha512 must be 128 lower-case hex digits")
+    if not is_system_path(tc.home) or not os.path.isabs(tc.home) or ".." in tc.home.split("/"):
+        raise ValueError(f"{where}: home must be an absolute folder below /usr (sandboxes see it)")
+    return tc
 
 
 @functools.lru_cache(maxsize=2)
@@ -480,6 +545,16 @@ CLUSTERS: tuple[str, ...] = tuple(CLUSTER_RUNTIMES)
 def resolve(name: str) -> Runtime:
     """The runtime for any accepted name (xCodeEval `lang`, cluster name or slug)."""
     return registry().resolve(name)
+
+
+def cluster_runtime(cluster: str) -> Runtime:
+    """The runtime a cluster's programs are judged with when no row names one (the authors'
+    runtime of the cluster, [clusters]); `resolve(cluster)` is the same runtime except where
+    the cluster's name is itself a runtime's name (`Kotlin`)."""
+    reg = registry()
+    if cluster not in reg.clusters:
+        raise UnknownLanguageError(cluster, list(reg.clusters))
+    return reg.runtimes[reg.clusters[cluster]]
 
 
 def runtimes() -> list[Runtime]:

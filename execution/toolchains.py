@@ -1,23 +1,39 @@
-"""Writes `toolchains.txt`, the Debian packages `make toolchains` installs, from the registry.
+"""Writes `toolchains.txt`, the Debian packages `make toolchains` installs, from the registry,
+and installs the registry's [registry_toolchains] (what Debian lacks at xCodeEval's versions).
 
 The packages are declared once, next to each runtime in `languages.toml` (`apt`) and in its
 `[packages]` table (what the sandbox and the graders need); the text file exists so the Makefile
 can install them without Python. `--check` exits 1 when the file is stale (a test runs it).
+`--install` fetches each registry toolchain with the registry's own client (`npm pack`),
+refuses a tarball whose sha512 is not the pinned one, and unpacks it into its `home`, replacing
+whatever was there; an installed toolchain (its marker file holds the checksum) is left alone.
 
-    python -m code_eval_taskpack.execution.toolchains [--check]
+    python -m code_eval_taskpack.execution.toolchains [--check | --install]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
+import shutil
+import subprocess
 import sys
+import tarfile
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from .languages import REGISTRY_PATH, load_registry
+from .languages import REGISTRY_PATH, RegistryToolchain, load_registry
 
 TOOLCHAINS_PATH = Path(__file__).with_name("toolchains.txt")
 COMMAND = "python -m code_eval_taskpack.execution.toolchains"
+#: the file in an installed toolchain's home holding the sha512 of the tarball it came from
+INSTALLED_MARK = ".code-eval-sha512"
+
+
+class InstallError(RuntimeError):
+    """A registry toolchain that could not be fetched, or whose tarball is not the pinned one."""
 
 
 def render(registry_path: Path = REGISTRY_PATH) -> str:
@@ -30,6 +46,84 @@ def render(registry_path: Path = REGISTRY_PATH) -> str:
     return "\n".join([*header, *packages]) + "\n"
 
 
+def installed(tc: RegistryToolchain) -> bool:
+    """Whether `tc.home` holds the pinned tarball's content (its marker names the checksum)."""
+    try:
+        return (Path(tc.home) / INSTALLED_MARK).read_text(encoding="ascii").strip() == tc.sha512
+    except OSError:
+        return False
+
+
+def fetch(tc: RegistryToolchain, into: Path, npm: str = "npm") -> Path:
+    """The registry's tarball of `tc` in `into`, by the registry's client."""
+    if tc.registry != "npm":
+        raise InstallError(f"{tc.package}: no client for registry {tc.registry!r}")
+    try:
+        subprocess.run(
+            [npm, "pack", "--silent", tc.spec],
+            cwd=into,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            timeout=1800,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise InstallError(f"`npm pack {tc.spec}` failed: {exc}") from exc
+    tarballs = sorted(into.glob("*.tgz"))
+    if len(tarballs) != 1:
+        raise InstallError(f"`npm pack {tc.spec}` left {len(tarballs)} tarballs")
+    return tarballs[0]
+
+
+def unpack(tc: RegistryToolchain, tarball: Path) -> None:
+    """Check `tarball` against the pinned sha512 and make its `package/` folder `tc.home`
+    (world-readable, writable by its owner only; the marker written last)."""
+    digest = hashlib.sha512(tarball.read_bytes()).hexdigest()
+    if digest != tc.sha512:
+        raise InstallError(
+            f"{tc.spec}: the registry's tarball has sha512 {digest}, not the pinned {tc.sha512}"
+        )
+    home = Path(tc.home)
+    home.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{home.name}-", dir=home.parent))
+    try:
+        with tarfile.open(tarball) as tar:
+            members = [m for m in tar.getmembers() if m.isfile() or m.isdir() or m.issym()]
+            for m in members:
+                parts = Path(m.name).parts
+                if m.name.startswith("/") or ".." in parts or parts[:1] != ("package",):
+                    raise InstallError(f"{tc.spec}: unexpected path {m.name!r} in the tarball")
+            if sys.version_info >= (3, 12):
+                tar.extractall(staging, members=members, filter="tar")
+            else:  # pragma: no cover - older Pythons: the paths were checked above
+                tar.extractall(staging, members=members)
+        root = staging / "package"
+        for dirpath, _dirs, filenames in os.walk(root):
+            os.chmod(dirpath, 0o755)
+            for name in filenames:
+                f = Path(dirpath) / name
+                if not f.is_symlink():
+                    os.chmod(f, 0o755 if os.stat(f).st_mode & 0o111 else 0o644)
+        (root / INSTALLED_MARK).write_text(tc.sha512 + "\n", encoding="ascii")
+        os.chmod(root / INSTALLED_MARK, 0o644)
+        if home.exists():
+            shutil.rmtree(home)
+        os.rename(root, home)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def install(registry_path: Path = REGISTRY_PATH, npm: str = "npm") -> list[str]:
+    """Install every registry toolchain not installed yet; what was installed."""
+    done = []
+    for tc in load_registry(registry_path).toolchains.values():
+        if installed(tc):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            unpack(tc, fetch(tc, Path(tmp), npm))
+        done.append(f"{tc.spec} -> {tc.home}")
+    return done
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -37,8 +131,18 @@ def main(
     out: Path = TOOLCHAINS_PATH,
 ) -> int:
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
+    mode.add_argument("--install", action="store_true", help="install the registry toolchains")
     args = parser.parse_args(argv)
+    if args.install:
+        try:
+            for line in install(registry_path):
+                print(f"installed {line}")
+        except InstallError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        return 0
     text = render(registry_path)
     current = out.read_text(encoding="utf-8") if out.is_file() else None
     if current == text:

@@ -1,7 +1,7 @@
 """Warm compilers: long-lived compiler processes (one per language and process), fed programs in
 turn.
 
-A cold `javac` pays about 0.5 s and `kotlinc` about 2.5 s of JVM start-up, class loading and
+A cold `javac` pays about 0.5 s and `kotlinc` about 5 s of JVM start-up, class loading and
 JIT warm-up per program, and a cold `mcs` about 0.2 s of Mono start-up and JIT. Here a compile
 server (`java/CompileServer.java` for javac and kotlinc, `mono/CompileServer.cs` for mcs) runs
 the same compiler in-process for many programs, inside a sandbox of its own (same launcher,

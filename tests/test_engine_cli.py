@@ -386,6 +386,17 @@ def test_doctor_lists_runtimes_and_isolation_layers() -> None:
     for row in by_name.values():
         assert row["available"] or row["why_not"]
     assert set(LAYERS) <= as_json["isolation"].keys()
+    # every runtime against ExecEval's toolchain, with the version this host has
+    versus = {r["runtime"]: r for r in as_json["against_execeval"]}
+    assert versus.keys() == by_name.keys()
+    for name, row in versus.items():
+        assert row["version"] == (
+            by_name[name]["version"] if by_name[name]["available"] else "unavailable"
+        )
+    assert versus["Kotlin 1.4"]["execeval"] == "kotlinc 1.7.20 `-language-version 1.4`, JDK 21"
+    assert re.search(
+        r"^Kotlin 1\.4\s+\S+\s+kotlinc 1\.7\.20 `-language-version 1\.4`", proc.stdout, re.M
+    )
 
 
 def test_batch_comparator_flag_and_per_line_override(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from code_eval_taskpack.execution import (
 from code_eval_taskpack.execution.languages import (
     CLUSTERS,
     accepted_names,
+    cluster_runtime,
     java_layout,
     normalize,
 )
@@ -52,7 +53,7 @@ CLUSTER_RUNTIME = {
     "Go": "Go",
     "Java": "Java 17",
     "Javascript": "Node.js",
-    "Kotlin": "Kotlin",
+    "Kotlin": "Kotlin 1.4",
     "PHP": "PHP",
     "Python": "PyPy 3",
     "Ruby": "Ruby 3",
@@ -86,8 +87,14 @@ def test_every_xcodeeval_lang_resolves(lang: str) -> None:
 def test_clusters_and_slugs_map_to_xcodeeval_cluster_runtimes() -> None:
     assert set(CLUSTER_RUNTIME) == set(CLUSTERS)
     for cluster, name in CLUSTER_RUNTIME.items():
-        rt = resolve(cluster)
+        rt = cluster_runtime(cluster)
         assert rt.name == name and rt.cluster == cluster
+        # a cluster's name is its runtime's, but where it is ExecEval's name of another one
+        assert resolve(cluster) is rt or cluster == "Kotlin"
+    # ExecEval's `Kotlin` is `Kotlin 1.7`; the authors judged the Kotlin cluster as `Kotlin 1.4`
+    assert resolve("Kotlin") is resolve("Kotlin 1.7") is not cluster_runtime("Kotlin")
+    with pytest.raises(UnknownLanguageError):
+        cluster_runtime("Kotlin 1.4")
     for slug, cluster in SLUGS.items():
         assert resolve(slug) is resolve(cluster)
     assert resolve("Python 3").binary_candidates[0].endswith("python3")
@@ -151,9 +158,11 @@ def test_versions_are_real_and_recorded() -> None:
         assert rt.binary and os.path.isabs(rt.binary)
         assert rt.version in rt.fingerprint() and rt.binary in rt.fingerprint()
     # the same runtimes as the clusters' (checked available above)
-    kotlin = resolve("Kotlin 1.7")
-    # Debian's Kotlin is 1.3.x, and we say so instead of pretending to be 1.7
-    assert kotlin.version[0].isdigit() and "SNAPSHOT" not in kotlin.version
+    # every Kotlin name runs the pinned compiler from the registry, and says which
+    for name in ("Kotlin", "Kotlin 1.4", "Kotlin 1.5", "Kotlin 1.6", "Kotlin 1.7"):
+        kotlin = require_runtime(name)
+        assert kotlin.version.startswith("1.7.22"), (name, kotlin.version)
+        assert kotlin.binary is not None and kotlin.binary.startswith("/usr/local/lib/")
     rust = resolve("Rust")
     # the real toolchain binary, not the rustup proxy
     assert rust.binary is not None and "/.cargo/bin/" not in rust.binary
@@ -228,12 +237,13 @@ def judged() -> dict[str, Result]:
     hello_test = (TestCase("", ("Hello, World!",)),)
     jobs: list[Job] = []
     for cluster in CLUSTERS:
-        jobs.append(Job(cluster, HELLO[cluster], hello_test, id=f"hello/{cluster}"))
+        lang = cluster_runtime(cluster).name  # what a cluster's programs are judged with
+        jobs.append(Job(lang, HELLO[cluster], hello_test, id=f"hello/{cluster}"))
         # the problem's own limits: 0.5 s (times the runtime's factor) and 64 MB
-        jobs.append(Job(cluster, LUCKY[cluster], lucky, 0.5, 64, id=f"lucky/{cluster}"))
-        jobs.append(Job(cluster, wrong(cluster), lucky, 0.5, 64, id=f"wrong/{cluster}"))
+        jobs.append(Job(lang, LUCKY[cluster], lucky, 0.5, 64, id=f"lucky/{cluster}"))
+        jobs.append(Job(lang, wrong(cluster), lucky, 0.5, 64, id=f"wrong/{cluster}"))
         if cluster in COMPILE_ERROR:
-            jobs.append(Job(cluster, COMPILE_ERROR[cluster], lucky, id=f"ce/{cluster}"))
+            jobs.append(Job(lang, COMPILE_ERROR[cluster], lucky, id=f"ce/{cluster}"))
     results = Engine().judge_many(jobs)
     return {r.id: r for r in results}
 

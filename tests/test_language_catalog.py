@@ -18,6 +18,7 @@ from code_eval_taskpack.execution import toolchains
 from code_eval_taskpack.execution.languages import (
     CLUSTERS,
     REGISTRY_PATH,
+    cluster_runtime,
     load_registry,
     registry,
     resolve,
@@ -70,8 +71,114 @@ def test_clusters_come_from_the_registry_table() -> None:
     assert tuple(registry().clusters) == CLUSTERS
     assert set(CLUSTERS) == set(EXPECTED_SLUGS.values())
     for cluster, default in registry().clusters.items():
-        assert resolve(cluster).name == default
-        assert resolve(cluster.lower()).name == default
+        assert cluster_runtime(cluster).name == default
+        # a cluster's name is its runtime's but where a runtime claims it (`cluster_name`)
+        claimed = [rt for rt in registry().runtimes.values() if rt.raw.get("cluster_name")]
+        own = [rt.name for rt in claimed if rt.cluster == cluster] or [default]
+        assert resolve(cluster).name == resolve(cluster.lower()).name == own[0]
+    assert resolve("Kotlin").name == "Kotlin 1.7" and cluster_runtime("Kotlin").name == "Kotlin 1.4"
+
+
+def test_cluster_name_claimed_by_one_runtime_of_the_cluster(tmp_path: Path) -> None:
+    path = tmp_path / "languages.toml"
+    claim = (
+        '[runtimes.B]\ncluster = "C"\nbinary = ["x"]\nsource = "b"\nrun = ["./b"]\napt = ["x"]\n'
+    )
+    path.write_text(_registry_text(claim + "cluster_name = true\n"), encoding="utf-8")
+    reg = load_registry(path)
+    assert reg.resolve("c").name == "B" and reg.clusters["C"] == "A"
+    twice = claim + "cluster_name = true\n" + claim.replace("runtimes.B", "runtimes.D")
+    path.write_text(_registry_text(twice + "cluster_name = true\n"), encoding="utf-8")
+    with pytest.raises(ValueError, match="cluster_name of"):
+        load_registry(path)
+
+
+_TOOLCHAIN = (
+    '[registry_toolchains."kc"]\nregistry = "npm"\nversion = "1.0"\nsha512 = "{sha}"\n'
+    'home = "{home}"\n'
+)
+_FETCHED = (
+    '[runtimes.K]\ncluster = "C"\nbinary = ["{bin}"]\nregistry_toolchain = "kc"\n'
+    'source = "k"\nrun = ["./k"]\napt = []\nmissing_hint = "make toolchains"\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("sha", "home", "binary", "message"),
+    [
+        ("0" * 128, "/usr/local/lib/x/kc", "{home}/bin/kc", ""),
+        ("0" * 127, "/usr/local/lib/x/kc", "{home}/bin/kc", "128 lower-case hex"),
+        ("0" * 128, "/opt/kc", "{home}/bin/kc", "below /usr"),
+        ("0" * 128, "/usr/local/lib/x/kc", "/usr/bin/kc", "`{home}/...`"),
+    ],
+)
+def test_registry_toolchains_are_pinned_and_below_usr(
+    tmp_path: Path, sha: str, home: str, binary: str, message: str
+) -> None:
+    path = tmp_path / "languages.toml"
+    fetched = _FETCHED.replace("{bin}", binary)
+    path.write_text(
+        _registry_text(fetched) + _TOOLCHAIN.format(sha=sha, home=home), encoding="utf-8"
+    )
+    if not message:
+        reg = load_registry(path)
+        assert reg.runtimes["K"].binary_candidates == (f"{home}/bin/kc",)
+        assert reg.runtimes["K"].registry_toolchain == "kc"
+        assert reg.toolchains["kc"].spec == "kc@1.0"
+        return
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_registry(path)
+
+
+def _tarball(folder: Path, files: dict[str, bytes]) -> Path:
+    import io
+    import tarfile
+
+    out = folder / "kc-1.0.tgz"
+    with tarfile.open(out, "w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o755 if name.endswith("/kc") else 0o600
+            tar.addfile(info, io.BytesIO(data))
+    return out
+
+
+def test_registry_toolchain_install_checks_the_pinned_checksum(tmp_path: Path) -> None:
+    import hashlib
+
+    from code_eval_taskpack.execution.languages import RegistryToolchain
+
+    tgz = _tarball(tmp_path, {"package/bin/kc": b"#!/bin/sh\n", "package/lib/a.jar": b"jar"})
+    good = hashlib.sha512(tgz.read_bytes()).hexdigest()
+    home = tmp_path / "usr" / "kc-1.0"
+    wrong = RegistryToolchain("kc", "npm", "1.0", "f" * 128, str(home))
+    with pytest.raises(toolchains.InstallError, match="not the pinned"):
+        toolchains.unpack(wrong, tgz)
+    assert not home.exists() and not toolchains.installed(wrong)
+    tc = RegistryToolchain("kc", "npm", "1.0", good, str(home))
+    home.mkdir(parents=True)
+    (home / "stale").write_text("old", encoding="utf-8")  # a broken earlier install is replaced
+    toolchains.unpack(tc, tgz)
+    assert toolchains.installed(tc) and not (home / "stale").exists()
+    assert (home / "bin" / "kc").stat().st_mode & 0o777 == 0o755
+    assert (home / "lib" / "a.jar").stat().st_mode & 0o777 == 0o644  # readable by sandboxes
+    assert [p.name for p in home.parent.iterdir()] == ["kc-1.0"]  # no staging folder left
+    evil = _tarball(tmp_path, {"package/../../x": b"x"})
+    escaping = RegistryToolchain(
+        "kc", "npm", "1.0", hashlib.sha512(evil.read_bytes()).hexdigest(), str(home)
+    )
+    with pytest.raises(toolchains.InstallError, match="unexpected path"):
+        toolchains.unpack(escaping, evil)
+
+
+def test_shipped_registry_toolchains_are_installed_as_pinned() -> None:
+    """What `make toolchains` installed is the pinned tarball's content (its marker)."""
+    from tests.conftest import require
+
+    for tc in registry().toolchains.values():
+        require(
+            toolchains.installed(tc), f"{tc.spec} is not installed in {tc.home} (make toolchains)"
+        )
 
 
 def _registry_text(extra_runtime: str = "", clusters: str = '"C" = "A"') -> str:

@@ -24,7 +24,7 @@ from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval import documents
 from lm_eval_tasks.xcodeeval.hooks import verdict_records
 from tests import xcodeeval_support as support
-from tests.conftest import ROOT, require, serve_hub, write_jsonl
+from tests.conftest import ROOT, require, require_runtime, serve_hub, write_jsonl
 from tests.lm_fakes import run_cli
 from tests.xcodeeval_support import FIXTURES, fx
 
@@ -511,3 +511,30 @@ def test_lm_eval_cli_end_to_end(tmp_path: Path, exec_cache: str) -> None:
     )
     assert refused.returncode != 0
     assert "marked as unsafe" in refused.stderr, refused.stderr[-2000:]
+
+
+def test_execeval_compat_removes_carriage_returns_as_execeval_does() -> None:
+    """ExecEval removes every `\\r` from the inputs, the expected outputs and the source before
+    anything runs: a PHP program comparing the line it read with a word passes there, so it must
+    pass with ExecEval's comparator (the engine applies the rule to every such job). The default
+    comparator runs the test as it is (xCodeEval's own loaders read CRLF as LF first)."""
+    import dataclasses
+
+    from code_eval_taskpack.execution import Engine
+    from code_eval_taskpack.execution.execeval_compat import execeval_line_ends
+    from code_eval_taskpack.execution.types import TestCase
+    from lm_eval_tasks.xcodeeval.judging import ExecSettings
+
+    require_runtime("PHP")
+    crlf = (TestCase("YES\r\n3\r\n", ("ok 3\r\n",)),)
+    source = '<?php\r\n$w = fgets(STDIN);\r\n$n = fgets(STDIN);\r\necho ($w === "YES\\n" ? "ok " : "no ") . ($n * 1), "\\n";\r\n'
+    verdicts = {}
+    for compat in (True, False):
+        p = ExecSettings(execeval_compat=compat).program("PHP", source, crlf, 2.0, 256, "k")
+        verdicts[compat] = Engine(comparator=p.comparator).judge(p).verdict
+    assert verdicts == {True: Verdict.PASSED, False: Verdict.WRONG_ANSWER}
+    job = ExecSettings(execeval_compat=True).program("PHP", source, crlf, 2.0, 256, "k")
+    lf = execeval_line_ends(job)
+    assert lf.tests == (TestCase("YES\n3\n", ("ok 3\n",)),) and "\r" not in lf.source_code
+    plain = dataclasses.replace(job, source_code="<?php\n", tests=lf.tests)
+    assert execeval_line_ends(plain) is plain  # nothing to remove: no copy

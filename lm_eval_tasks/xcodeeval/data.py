@@ -39,7 +39,7 @@ log = logging.getLogger("xcodeeval")
 HUB_REPO = "NTU-NLP-sg/xCodeEval"
 SPLITS = xs.SPLITS
 
-# Task-name suffix -> cluster (a cluster's own runtime is `execution.resolve(cluster)`).
+# Task-name suffix -> cluster (a cluster's own runtime is `languages.cluster_runtime(cluster)`).
 SLUGS: dict[str, str] = languages.xcodeeval_slugs()
 
 PROBLEMS_FILE = "problem_descriptions.jsonl"

@@ -19,7 +19,7 @@ from typing import Any
 
 import datasets
 
-from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.execution.languages import cluster_runtime
 from code_eval_taskpack.utils import datafiles
 from code_eval_taskpack.utils.errors import DataError
 from code_eval_taskpack.utils.settings import parse_settings
@@ -194,7 +194,7 @@ def _synth_docs(
         {
             **_problem_fields(r.problem),
             "lang_cluster": cluster,
-            "judge_lang": resolve(cluster).name,
+            "judge_lang": cluster_runtime(cluster).name,
             **common,
         }
         for r in rows
@@ -231,7 +231,7 @@ def _translate_docs(
                 "source_code": r.row["source_code"],
                 "code_uid": r.row["code_uid"],
                 "lang_cluster": target,
-                "judge_lang": resolve(target).name,
+                "judge_lang": cluster_runtime(target).name,
                 **common,
             }
         )

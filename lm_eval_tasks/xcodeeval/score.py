@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.execution.languages import cluster_runtime, resolve
 from code_eval_taskpack.utils import datafiles
 from code_eval_taskpack.utils.errors import DataError
 from code_eval_taskpack.utils.judging import CaseBuilder, Program
@@ -103,7 +103,7 @@ def _cluster_of(raw: dict[str, Any], path: Path, lineno: int) -> tuple[str, str]
                 row=lineno,
                 field="lang_cluster",
             )
-        return str(cluster), resolve(str(cluster)).name  # the authors' runtime of the cluster
+        return str(cluster), cluster_runtime(str(cluster)).name  # the authors' runtime
     raise DataError(path, "needs 'lang' or 'lang_cluster'", row=lineno)
 
 
