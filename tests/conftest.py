@@ -6,6 +6,7 @@ fails it under REQUIRE_TOOLCHAINS=1 (set by CI), so CI never skips silently.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -72,12 +73,42 @@ def shared_data() -> Path:
 
 
 def require_runtime(name: str) -> Runtime:
-    """The engine's runtime for `name`, skipping (laptop) or failing (CI) when it is unusable."""
+    """The engine's runtime for `name`, skipping (laptop) or failing (CI) when it is unusable;
+    skipped, saying so, when the run's backend (`--backend`) declares it does not hold the
+    language (`not_held_by_backend`)."""
     from code_eval_taskpack.execution import resolve
 
     rt = resolve(name)
     require(rt.available, f"runtime {rt.name} ({name}) is unavailable: {rt.reason}")
+    why = not_held_by_backend(rt.cluster)
+    if why:
+        pytest.skip(why)
     return rt
+
+
+@functools.cache
+def backend_clusters() -> frozenset[str] | None:
+    """The language clusters the run's backend holds, when it declares them (a judge image
+    of a subset: `clusters()`), else None (it holds what this host has)."""
+    from code_eval_taskpack.execution.backends import default_backend_name, get_backend
+
+    clusters = getattr(get_backend(default_backend_name()), "clusters", None)
+    return clusters() if clusters is not None else None
+
+
+def not_held_by_backend(cluster: str) -> str:
+    """Why the run's backend does not judge `cluster` ("" when it does): its judge image holds
+    other languages, by its build (CI: Makefile `CI_IMAGE_LANGS`); the case runs on the
+    backends that hold it (the local one in every run), never silently: pytest reports it."""
+    from code_eval_taskpack.execution.backends import default_backend_name
+
+    held = backend_clusters()
+    if held is None or cluster in held:
+        return ""
+    return (
+        f"the {default_backend_name()} backend's judge image holds {', '.join(sorted(held))}, "
+        f"not {cluster}: judged on the backends that hold it"
+    )
 
 
 def load_yaml(path: Path) -> Any:

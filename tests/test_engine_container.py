@@ -227,26 +227,25 @@ def test_a_job_above_the_ceiling_is_refused(small: ContainerBackend, tmp_path: P
     assert eng.judge(within).passed
 
 
-def job_cgroups_here() -> bool:
+def job_cgroups_here(frontend: str = "docker") -> bool:
     """Whether the backend makes per-job cgroups on this host (root on cgroup v1); in CI, as
     root on such a host, it must."""
-    why = JobCgroups.unavailable("docker")
+    why = JobCgroups.unavailable(frontend)
     require(not why or not (os.geteuid() == 0 and Path("/sys/fs/cgroup/memory").is_dir()), why)
     return not why
 
 
-def test_files_in_the_work_dir_are_the_programs_memory(
-    small: ContainerBackend, tmp_path: Path
-) -> None:
+def assert_work_dir_files_are_the_programs_memory(small: ContainerBackend, tmp_path: Path) -> None:
     """Within the job's heap (100 MB of its 200 MB) but 320 MB of files in the work dir's
-    tmpfs, which the sandbox's sampling does not see: the kernel charges them to the program's
-    own cgroup (MEMORY_LIMIT_EXCEEDED). Without per-job cgroups the container's OOM killer
-    fires first, and that is the engine's failure (INFRA_ERROR, never cached)."""
+    tmpfs of a 384 MB container, which the sandbox's sampling does not see: the kernel charges
+    them to the program's own cgroup (MEMORY_LIMIT_EXCEEDED). Without per-job cgroups the
+    container's OOM killer fires first, and that is the engine's failure (INFRA_ERROR, never
+    cached)."""
     eng = Engine(workers=1, backend=small, cache=tmp_path / "cache")
     src = CEILING_HOG.format(files=320, heap=100)
     job = _job("Python 3", src, [("", "done")], memory_limit_mb=200)
     r = eng.judge(job)
-    if job_cgroups_here():
+    if job_cgroups_here(small.frontend):
         assert r.verdict is Verdict.MEMORY_LIMIT_EXCEEDED, describe(r)
         assert r.isolation["container_job_cgroups"] is True
         assert r.isolation["memory_enforcement"] == "cgroup"
@@ -254,6 +253,12 @@ def test_files_in_the_work_dir_are_the_programs_memory(
     assert r.verdict is Verdict.INFRA_ERROR, describe(r)
     assert "memory ceiling (384 MB)" in r.detail and "OOM" in r.detail, r.detail
     assert not eng.judge(job).cached
+
+
+def test_files_in_the_work_dir_are_the_programs_memory(
+    small: ContainerBackend, tmp_path: Path
+) -> None:
+    assert_work_dir_files_are_the_programs_memory(small, tmp_path)
 
 
 #: memory no process maps: memfd files, 60 MB each (a file is at most 64 MiB), 900 MB in all,
@@ -285,13 +290,13 @@ def pair_slots(backend: ContainerBackend) -> Iterator[ContainerBackend]:
         b.close()
 
 
-def test_memory_the_sandbox_does_not_sample_ends_its_program_only(
+def assert_unsampled_memory_ends_its_program_only(
     pair_slots: ContainerBackend, tmp_path: Path
 ) -> None:
     """One container judges two programs at once: a hog of unmapped memfd memory (900 MB, past
     its 200 MB limit and the container's 768 MB ceiling) and an honest program. The hog gets
     MEMORY_LIMIT_EXCEEDED, its neighbour its own verdict."""
-    require(job_cgroups_here(), "no per-job cgroups here")
+    require(job_cgroups_here(pair_slots.frontend), "no per-job cgroups here")
     eng = Engine(workers=2, backend=pair_slots, cache=tmp_path / "cache")
     hog = _job("Python 3", MEMFD_HOG, [("", "kept 15")], memory_limit_mb=200, time_limit_s=5)
     honest = _job("Python 3", NEIGHBOUR, [("", "499500")], memory_limit_mb=200, time_limit_s=5)
@@ -299,3 +304,9 @@ def test_memory_the_sandbox_does_not_sample_ends_its_program_only(
     assert results[0].verdict is Verdict.MEMORY_LIMIT_EXCEEDED, describe(results[0])
     assert results[1].verdict is Verdict.PASSED, describe(results[1])
     assert all(r.isolation["container_job_cgroups"] is True for r in results)
+
+
+def test_memory_the_sandbox_does_not_sample_ends_its_program_only(
+    pair_slots: ContainerBackend, tmp_path: Path
+) -> None:
+    assert_unsampled_memory_ends_its_program_only(pair_slots, tmp_path)

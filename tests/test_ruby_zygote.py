@@ -123,6 +123,17 @@ def test_the_program_observes_what_a_cold_start_gives() -> None:
     assert len(set(seeds)) == len(seeds)
 
 
+def test_the_tests_of_one_program_share_rubys_hash_seed() -> None:
+    """A known observable (README, "Ruby zygote"): String#hash's seed is fixed when Ruby
+    initialises, before the seam, so the forked tests of a program print one value where
+    cold tests print their own; which is why the zygote is off by default."""
+    pair = Pair('puts "a".hash\n')
+    inputs = [b"", b"", b""]
+    cold, warm = pair.cold(inputs), pair.warm(inputs)
+    assert len({o.stdout for o in cold}) == 3
+    assert len({o.stdout for o in warm}) == 1
+
+
 #: the program's own CPU clocks at its first line, by each of Ruby's ways to read them
 CLOCKS = """
 t = Process.times

@@ -53,12 +53,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..config import EngineConfig, current
-from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
+from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
 from ..isolation import CONTAINER_LAYERS, REQUIRED_LAYERS, check_policy, policy_refusal
 from ..languages import Runtime
 from ..limits import COMPILE_LIMITS, cpu_count
 from ..sandbox import SandboxError
-from ..types import Job, Result, Verdict, job_to_dict
+from ..types import CompileResult, Job, Result, Verdict, job_to_dict
 from .base import JobBackend, verdict_under_policy
 from .seccomp_profile import write_profile
 
@@ -636,6 +636,15 @@ class ContainerBackend(JobBackend):
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
     ) -> Result:
+        too_large = source_too_large(job.source_code, input_limits)
+        if too_large:  # the caller's bound: the agent knows only the default ones
+            return Result(
+                verdict=Verdict.COMPILATION_ERROR,
+                runtime=runtime.info(),
+                id=job.id,
+                compile=CompileResult(ok=False, detail=too_large),
+                detail=too_large,
+            )
         c = self._acquire(policy)
         refusal = self._refusal(policy, c)
         if refusal:
