@@ -6,6 +6,7 @@ fails it under REQUIRE_TOOLCHAINS=1 (set by CI), so CI never skips silently.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -170,12 +171,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+#: what `--backend remote` and `--backend ray` started for the run (stopped at its end), and
+#: the factory of the backend they judge with
+_STARTED: list[contextlib.AbstractContextManager[Any]] = []
+_RUN_FACTORIES: dict[str, Any] = {}
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    from code_eval_taskpack.execution.backends import set_default_backend
+    from code_eval_taskpack.execution.backends import register_backend, set_default_backend
     from tests.recording_backend import register
 
     register()
-    set_default_backend(config.getoption("backend"))
+    name = config.getoption("backend")
+    if name in ("remote", "ray"):
+        # they judge on servers or a cluster: the parity suite's own, started for the run
+        from tests.backend_params import BACKENDS
+
+        started = BACKENDS[name]()
+        backend = started.__enter__()
+        _STARTED.append(started)
+        _RUN_FACTORIES[name] = lambda **_: backend
+        register_backend(name, _RUN_FACTORIES[name], replace=True)
+    set_default_backend(name)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _STARTED:
+        _STARTED.pop().__exit__(None, None, None)
 
 
 @pytest.fixture(autouse=True)
@@ -186,7 +208,7 @@ def _remote_backends_end_with_their_test() -> Iterator[None]:
     yield
     from code_eval_taskpack.execution.backends import BUILT_IN, register_backend
 
-    register_backend("remote", BUILT_IN["remote"], replace=True)
+    register_backend("remote", _RUN_FACTORIES.get("remote", BUILT_IN["remote"]), replace=True)
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,7 @@ from tests.test_zygote import (
     assert_stat_flags_differ_only_by_the_fork,
     observed,
     require_zygote_host,
+    switches,
 )
 from tests.test_zygote import Pair as BasePair
 
@@ -163,7 +164,7 @@ def test_a_forked_memory_kill_leaves_each_test_run_once() -> None:
     )
     results = {}
     for on in (True, False):
-        with config.using(config.EngineConfig(zygote=on)):
+        with config.using(switches(on)):
             results[on] = judge_with(resolve(RUBY), job, backend=LocalBackend())
     for r in results.values():
         assert [t.stdout for t in r.tests] == ["0\n", "1\n", "2\n"]
@@ -275,7 +276,7 @@ def test_memory_and_cpu_limits_keep_their_verdicts() -> None:
         runtime = resolve(RUBY)
         results = {}
         for on in (True, False):
-            with config.using(config.EngineConfig(zygote=on)):
+            with config.using(switches(on)):
                 results[on] = judge_with(runtime, job, backend=LocalBackend())
         assert [t.verdict for t in results[True].tests] == [verdict] * 3
         assert [t.verdict for t in results[False].tests] == [verdict] * 3

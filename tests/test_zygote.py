@@ -38,6 +38,11 @@ import judge_workload
 LIMITS = Limits(cpu_s=2, wall_s=10, memory_mb=256)
 
 
+def switches(on: bool) -> config.EngineConfig:
+    """Every zygote on (CPython's own switch is off by default) or all off."""
+    return config.EngineConfig(zygote=on, cpython_zygote=on)
+
+
 def require_zygote_host(binary: str) -> None:
     """The interpreter, and the namespaces and cgroups a zygote needs (a failure in CI)."""
     require_binary(binary)
@@ -67,7 +72,7 @@ def plan_for(src: str, language: str = "Python 3") -> tuple[BuildPlan, list[str]
     job = Job(language=language, source_code=src, tests=())
     values = source_layout(runtime, src)
     values["memory_mb"] = "256"
-    with config.using(config.EngineConfig(zygote=True)):
+    with config.using(switches(True)):
         plan = build_plan(runtime, job, Host(LocalBackend(), "required", None), values, "")
     assert plan.warm_start, f"no zygote for {language}: {plan.applied}"
     return plan, runtime.expand(plan.run_argv, **plan.values)
@@ -389,7 +394,7 @@ def assert_judged_warm_and_cold_by_the_switch(
     monkeypatch.setattr(Sandbox, "close", recording_close)
     results = {}
     for on in (True, False):
-        with config.using(config.EngineConfig(zygote=on)):
+        with config.using(switches(on)):
             results[on] = judge_with(runtime, job, backend=LocalBackend())
     assert served == [True, False]
     for r in results.values():
@@ -590,7 +595,7 @@ def test_the_judge_counts_each_test_once_after_a_forked_memory_kill(language: st
     runtime = resolve(language)
     results = {}
     for on in (True, False):
-        with config.using(config.EngineConfig(zygote=on)):
+        with config.using(switches(on)):
             results[on] = judge_with(runtime, job, backend=LocalBackend())
     for r in results.values():
         assert [t.stdout for t in r.tests] == ["0\n", "1\n", "2\n"]

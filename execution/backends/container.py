@@ -18,12 +18,15 @@ cache, precompiled headers): a batch's programs that compile are announced to ev
 before its first job of the batch (`expect`), and each job carries the driver's speed-up switches
 when they differ from the defaults, as a judge server receives them.
 
-The container's memory ceiling is never the program's fault: a job whose memory limit (or its
-compile's), plus the agent's reserve, does not fit under it is refused (INFRA_ERROR naming the
-limits, nothing run), and a job during which the container's own OOM killer fired anyway (e.g.
-files in the work dir's tmpfs, which the sandbox's sampled memory does not count) is answered
-INFRA_ERROR by the agent (with several jobs at once, every job judged while it fired: which
-program caused it cannot be told). Neither is cached.
+Run as root on a cgroup v1 host, each program judged in a container has its own cgroups there
+(`JobCgroups`): the kernel counts all of its memory, unmapped memfd and tmpfs files included, up
+to its own limit, and the container's other jobs never notice. The container's memory ceiling is
+never the program's fault: a job whose memory limit (or its compile's), plus the agent's
+reserve, does not fit under it is refused (INFRA_ERROR naming the limits, nothing run), and a job
+during which the container's own OOM killer fired anyway (without per-job cgroups: e.g. files in
+the work dir's tmpfs, which the sandbox's sampled memory does not count) is answered INFRA_ERROR
+by the agent (with several jobs at once, every job judged while it fired: which program caused it
+cannot be told). Neither is cached.
 
 Rootless podman can only set the pids and memory ceilings where cgroup v2 delegates the `memory`
 and `pids` controllers to the user (on cgroup v1 it ignores them with a warning). Without them,
@@ -53,13 +56,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..config import EngineConfig, current
-from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
+from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits
 from ..isolation import CONTAINER_LAYERS, REQUIRED_LAYERS, check_policy, policy_refusal
 from ..languages import Runtime
 from ..limits import COMPILE_LIMITS, cpu_count
 from ..sandbox import SandboxError
-from ..types import CompileResult, Job, Result, Verdict, job_to_dict
-from .base import JobBackend, verdict_under_policy
+from ..types import Job, Result, Verdict, job_to_dict
+from .base import JobBackend, oversized_source, verdict_under_policy
 from .seccomp_profile import write_profile
 
 log = logging.getLogger(__name__)
@@ -636,15 +639,9 @@ class ContainerBackend(JobBackend):
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
     ) -> Result:
-        too_large = source_too_large(job.source_code, input_limits)
-        if too_large:  # the caller's bound: the agent knows only the default ones
-            return Result(
-                verdict=Verdict.COMPILATION_ERROR,
-                runtime=runtime.info(),
-                id=job.id,
-                compile=CompileResult(ok=False, detail=too_large),
-                detail=too_large,
-            )
+        oversized = oversized_source(job, runtime, input_limits)
+        if oversized is not None:  # the caller's bound: the agent knows only the default ones
+            return oversized
         c = self._acquire(policy)
         refusal = self._refusal(policy, c)
         if refusal:
