@@ -196,6 +196,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    from code_eval_taskpack.execution.backends import default_backend_name, get_backend
+
+    # the run's backend stops what it started (the container backend: its warm containers)
+    close = getattr(get_backend(default_backend_name()), "close", None)
+    if close is not None and default_backend_name() == "container":
+        close()
     while _STARTED:
         _STARTED.pop().__exit__(None, None, None)
 

@@ -50,6 +50,7 @@ import resource
 import subprocess
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,7 +111,7 @@ class JobCgroups:
 
     def __init__(self, name: str, memory_mb: int, pids: int) -> None:
         self.parent = f"/{JOB_CGROUP_ROOT}/{name}"
-        self.memory_mb, self.pids = memory_mb, pids
+        self.name, self.memory_mb, self.pids = name, memory_mb, pids
         self.dirs = {c: CGROUP_V1 / c / JOB_CGROUP_ROOT / name for c in JOB_CGROUP_CONTROLLERS}
 
     @staticmethod
@@ -157,18 +158,27 @@ class JobCgroups:
     def remove(self) -> None:
         """Remove the folders once the container is gone (best effort: what is left, e.g.
         after the backend itself was killed, is logged here and holds no process)."""
-        for d in self.dirs.values():
-            if not d.exists():
-                continue
-            # the sandboxes' leftover cgroups (empty once their processes are gone) first
-            for sub in sorted(d.rglob("*"), key=lambda q: len(q.parts), reverse=True):
-                if sub.is_dir():
-                    with contextlib.suppress(OSError):
-                        sub.rmdir()
-            try:
-                d.rmdir()
-            except OSError as exc:
-                log.warning("judge container cgroup %s not removed: %s", d, exc)
+        # the front-end makes the parent in every hierarchy, not only in those made here
+        targets = list(self.dirs.values())
+        with contextlib.suppress(OSError):
+            others = [h / JOB_CGROUP_ROOT / self.name for h in CGROUP_V1.iterdir()]
+            targets += [d for d in others if d not in targets]
+        for d in targets:
+            # the sandboxes' leftover cgroups and the front-end's own (podman's conmon, whose
+            # process may take a moment to end after the container is removed) first
+            for attempt in range(30):
+                if not d.exists():
+                    break
+                for sub in sorted(d.rglob("*"), key=lambda q: len(q.parts), reverse=True):
+                    if sub.is_dir():
+                        with contextlib.suppress(OSError):
+                            sub.rmdir()
+                try:
+                    d.rmdir()
+                except OSError as exc:
+                    if attempt == 29:
+                        log.warning("judge container cgroup %s not removed: %s", d, exc)
+                    time.sleep(0.1)
 
 
 def _hardening(frontend: str) -> list[str]:
