@@ -64,15 +64,19 @@ pytest: install lm-eval-tests
 	$(PYTHON) -m pytest -q
 
 # CI (REQUIRE_TOOLCHAINS=1) also builds a judge image of C and Python and runs the tests with a
-# Docker daemon answering (container/with-dockerd.sh starts one and stops it afterwards)
+# Docker daemon answering (container/with-dockerd.sh starts one and stops it afterwards), then
+# the hostile and adversarial suites once more on the container backend: their cases of the
+# image's languages run there, the others are reported skipped as judged elsewhere
 CI_IMAGE_LANGS ?= C,Python
+CONTAINER_SUITES = tests/test_engine_hostile.py tests/test_engine_adversarial.py
 
 test: install lm-eval-tests
 	@if [ "$${REQUIRE_TOOLCHAINS:-0}" != 0 ]; then $(MAKE) toolchains container-tools && \
 		LANGS="$(CI_IMAGE_LANGS)" container/with-dockerd.sh container/build-image.sh && \
 		$(MAKE) podman-image; fi
 	$(MAKE) lint
-	@if [ "$${REQUIRE_TOOLCHAINS:-0}" != 0 ]; then container/with-dockerd.sh $(PYTHON) -m pytest -q; \
+	@if [ "$${REQUIRE_TOOLCHAINS:-0}" != 0 ]; then container/with-dockerd.sh $(PYTHON) -m pytest -q && \
+		container/with-dockerd.sh $(PYTHON) -m pytest -q -rs --backend container $(CONTAINER_SUITES); \
 		else $(PYTHON) -m pytest -q; fi
 
 # The judge image (execution/README.md, "Judge image"): Docker, debootstrap and gVisor from

@@ -7,7 +7,8 @@
    the fork floor (a trivial C program), the language cold (the catalog's run argv), and warm
    (forked from the zygote). Figures: milliseconds, warm minus floor, cold / warm.
 2. The 106 Python (or, for Ruby, Ruby) programs of the judge-speed workload (the shared ChatGPT
-   programs with their sample tests) run as the language, judged with CODE_EVAL_ZYGOTE=0, =1, =1, =0, no caches:
+   programs with their sample tests) run as the language, judged with the zygote off, on, on, off
+   (CODE_EVAL_ZYGOTE, and for CPython CODE_EVAL_CPYTHON_ZYGOTE), no caches:
    mean wall seconds, the ratio, and whether every verdict is identical in all four rounds.
    `--repeat N` gives every program each sample test N times (as many tests as xCodeEval's
    hidden unit tests have). `--quick` judges the first 30.
@@ -80,7 +81,7 @@ def per_test_costs(n: int, language: str = "Python 3") -> dict[str, float]:
         src = SOURCES[language]
         job = Job(language=language, source_code=src, tests=())
         values = source_layout(runtime, src) | {"memory_mb": "256"}
-        with config.using(config.EngineConfig(zygote=True)):
+        with config.using(config.EngineConfig(zygote=True, cpython_zygote=True)):
             plan = build_plan(runtime, job, Host(LocalBackend(), "required", None), values, "")
         if not plan.warm_start:
             raise SystemExit(f"no zygote for {language} on this host")
@@ -119,7 +120,7 @@ def _jobs(count: int | None, repeat: int = 1, language: str = "Python 3") -> lis
 def judge_all(jobs: list[Job], zygote: bool, workers: int) -> tuple[float, list[str]]:
     runtime = resolve(jobs[0].language)
     backend = LocalBackend()
-    switches = config.EngineConfig(zygote=zygote)
+    switches = config.EngineConfig(zygote=zygote, cpython_zygote=zygote)
 
     def one(job: Job) -> str:
         with config.using(switches):

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from . import cgroups
 from .backends import get_backend
 from .compile_cache import CompileCache
 from .config import current, using
@@ -224,10 +225,22 @@ def judge_and_reply(replies: Replies, request_id: Any, request: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="the judge agent of a container")
     ap.add_argument("--jobs", type=int, default=1, help="jobs judged at once")
-    jobs = max(1, ap.parse_args(argv).jobs)
+    ap.add_argument(
+        "--cgroups",
+        default="",
+        help="cgroup v1 folders (memory, pids, cpuacct) delegated to the agent: each program's "
+        "sandbox gets its own cgroups there, the kernel counting all its memory",
+    )
+    args = ap.parse_args(argv)
+    jobs = max(1, args.jobs)
     # the work area is the agent's alone (podman's chowned tmpfs comes up 0755)
     with contextlib.suppress(OSError):
         os.chmod(os.getcwd(), 0o700)
+    if args.cgroups:  # promised by the backend: without them nothing is judged
+        why = cgroups.delegate_v1(Path(args.cgroups))
+        if why:
+            print(json.dumps({"ready": False, "error": f"per-job cgroups unusable: {why}"}))
+            return 1
     greeting = {"ready": True, "layers": container_layers(), "memory_mb": memory_ceiling_mb()}
     print(json.dumps(greeting), flush=True)
     replies = Replies()

@@ -186,6 +186,25 @@ def _delegated_parent(own_dir: Path) -> tuple[Path | None, str]:
     return own_dir, ""
 
 
+def delegate_v1(root: Path) -> str:
+    """Make the sandboxes' cgroups below `root/memory`, `root/pids` and `root/cpuacct`: cgroup
+    v1 folders that the host's root made for this process's user (the container backend binds
+    them into its judge containers), where that user may create cgroups whose files it then
+    owns and writes (limits, counters, `cgroup.procs`). Why they cannot be used ("" when they
+    are): the caller refuses to judge then, as the folders were promised."""
+    mem, pids, cpu = (root / c for c in ("memory", "pids", "cpuacct"))
+    if not (mem / "memory.limit_in_bytes").exists() or not _writable_dir(mem):
+        return f"no writable cgroup v1 memory folder at {mem}"
+    if not (pids / "pids.max").exists() or not _writable_dir(pids):
+        return f"no writable cgroup v1 pids folder at {pids}"
+    if not (cpu / "cpuacct.usage").exists() or not _writable_dir(cpu):
+        return f"no writable cgroup v1 cpuacct folder at {cpu}"
+    global _layout
+    with _lock:
+        _layout = CgroupLayout("v1", memory=mem, pids=pids, cpuacct=cpu)
+    return ""
+
+
 def _procs(d: Path) -> list[str]:
     try:
         return (d / "cgroup.procs").read_text().split()

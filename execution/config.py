@@ -63,8 +63,13 @@ SWITCHES: tuple[Switch, ...] = (
     ),
     Switch(
         "zygote", "CODE_EVAL_ZYGOTE", bool, True,
-        "CPython and PyPy 3 tests forked from one pre-initialised interpreter per program (else "
+        "PyPy 3 and Ruby tests forked from one pre-initialised interpreter per program (else "
         "each test starts its interpreter cold)",
+    ),
+    Switch(
+        "cpython_zygote", "CODE_EVAL_CPYTHON_ZYGOTE", bool, False,
+        "CPython tests forked too, with CODE_EVAL_ZYGOTE (off: a program's forked tests share one "
+        "string hash seed, hence one order of its sets of strings; README, CPython zygote)",
     ),
     Switch(
         "warm_servers", "CODE_EVAL_WARM_SERVERS", int, 1,
@@ -89,7 +94,7 @@ SWITCHES: tuple[Switch, ...] = (
 BY_FIELD = {s.field: s for s in SWITCHES}
 #: the switches a judge node accepts from its driver (how programs are built, never isolation;
 #: not classic_build: a process's registry keeps the command lines it was loaded with)
-SPEEDUPS = ("pch", "go_direct", "warm_compilers", "zygote")
+SPEEDUPS = ("pch", "go_direct", "warm_compilers", "zygote", "cpython_zygote")
 
 
 def parse(switch: Switch, value: Any) -> Any:
@@ -131,6 +136,7 @@ class EngineConfig:
     go_direct: bool = True
     warm_compilers: bool = True
     zygote: bool = True
+    cpython_zygote: bool = False
     warm_servers: int = 1
     jvm_cds: bool = True
     classic_build: bool = False

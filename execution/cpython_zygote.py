@@ -42,6 +42,12 @@ def enabled() -> bool:
     return config.current().zygote
 
 
+def cpython_enabled() -> bool:
+    """CPython's own switch (`CODE_EVAL_CPYTHON_ZYGOTE`, off by default), within `enabled`: a
+    forked CPython test shares its program's string hash seed, which a set's order shows."""
+    return config.current().zygote and config.current().cpython_zygote
+
+
 _lock = threading.Lock()
 _built: dict[str, tuple[Path | None, str]] = {}
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .backends import Backend, get_backend
-from .backends.base import verdict_under_policy
+from .backends.base import oversized_source, verdict_under_policy
 from .cache import ResultCache, job_key
 from .compare import MODES
 from .compile_cache import CompileCache
@@ -149,6 +149,9 @@ class Engine:
             try:
                 if not runtime.available:
                     return _unavailable(runtime)
+                oversized = oversized_source(job, runtime, self.input_limits)
+                if oversized is not None:  # whichever backend judges, and whatever its limits
+                    return oversized
                 with using(self.config):
                     return self.backend.judge(
                         job,

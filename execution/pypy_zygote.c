@@ -54,7 +54,7 @@ static void at_script_open(void) {
 static void script_opened(int fd) { (void)fd; }
 
 int main(int argc, char **argv) {
-    int bad = zp_start("pypy zygote", CTL_FD);
+    int bad = zp_start("pypy zygote", CTL_FD, argv[0]);
     if (!bad) bad = seam_arm("pypy zygote", argc, argv, ".py");
     if (bad) return bad;
     return pypy_main_startup(argc, argv);

@@ -158,7 +158,7 @@ char *getenv(const char *name) {
 }
 
 int main(int argc, char **argv) {
-    int bad = zp_start("ruby zygote", CTL_HIGH);
+    int bad = zp_start("ruby zygote", CTL_HIGH, argv[0]);
     if (!bad) bad = seam_arm("ruby zygote", argc, argv, ".rb");
     if (bad) return bad;
     /* /usr/bin/ruby's main, step by step */

@@ -25,7 +25,7 @@ from .compile_cache import CompileCache, CompiledEntry, PolicyView, compile_key
 from .inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
 from .languages import Runtime, java_layout
 from .limits import COMPILE_LIMITS, MB, Limits, run_limits
-from .sandbox import CommandOutcome, SandboxError, default_env
+from .sandbox import WARM_OOM_NOTE, CommandOutcome, ForkedTestMemoryKill, SandboxError, default_env
 from .strategies import BuildPlan, Host, build_plan
 from .types import CompileResult, Job, Result, TestResult, Verdict
 
@@ -188,6 +188,31 @@ def judge_with(
         result.verdict = Verdict.INFRA_ERROR
         result.detail = plan.refusal
         return result
+    try:
+        return _judge_in_sandbox(runtime, job, plan, limits, result, compiled, isolation, backend)
+    except ForkedTestMemoryKill:
+        # its tests may have changed the sandbox's files: judged again, cold from the first
+        # test in a fresh sandbox, as a cold judge runs each test once from what the earlier
+        # tests left
+        result = Result(verdict=Verdict.PASSED, runtime=info, id=job.id)
+        cold = plan.changed("cold_after_forked_oom", warm_start="")
+        result = _judge_in_sandbox(runtime, job, cold, limits, result, compiled, isolation, backend)
+        result.isolation.setdefault("notes", []).append(WARM_OOM_NOTE)
+        return result
+
+
+def _judge_in_sandbox(
+    runtime: Runtime,
+    job: Job,
+    plan: BuildPlan,
+    limits: Limits,
+    result: Result,
+    compiled: CompileCache | PolicyView | None,
+    isolation: str,
+    backend: SessionBackend,
+) -> Result:
+    """`judge_with`'s sandboxed part: compile and run `plan` in a session of `backend`."""
+    info = result.runtime
     info["run_argv"] = runtime.expand(plan.run_argv, **plan.values)
     unusable = unusable_artefacts(plan.ours)
     if unusable:

@@ -96,8 +96,21 @@ NS_SAMPLE_MS = 10
 #: two verdicts). Pages must be touched to count, and touching is bounded by memory bandwidth
 #: between two samples, so the overshoot stays what the README's accuracy note says.
 SAMPLED_AS_HEADROOM_MB = 4096
-#: `zygote_note` after a forked test the memory cgroup killed, which then ran again cold (`run`)
-WARM_OOM_NOTE = "a forked test was killed by the memory cgroup: it ran again cold, which decides"
+#: why a program was judged again cold (`ForkedTestMemoryKill`), in its result's notes
+WARM_OOM_NOTE = (
+    "a forked test was killed by the memory cgroup: the program was judged again, cold from its "
+    "first test in a fresh sandbox, and that judgement decides"
+)
+
+
+class ForkedTestMemoryKill(Exception):
+    """A forked test the memory cgroup killed (`Sandbox.run`): never a verdict, as a forked test
+    reaches the memory limit before the cold command (the zygote's pages are charged in the run
+    set, and the test's writes to them again), and never run again in this sandbox, whose files
+    it may have changed (a cold judge runs each test once). The caller judges the program again,
+    cold, in a fresh sandbox. Not a SandboxError: nothing failed, no INFRA_ERROR follows."""
+
+
 #: tests only: (launcher stage, purpose), e.g. ("setuid", "run"): every command of that purpose
 #: fails at that stage with EAGAIN, as a real setuid/exec failure would; ("unshare", purpose)
 #: makes the sandbox's start fail. Set, it selects the launcher built with -DTEST_HOOKS (the
@@ -471,15 +484,16 @@ class Sandbox:
         the engine. With `warm`, a command equal to the one `start_warm` started runs as a fresh
         process forked by that zygote; whenever it cannot (no zygote, another command, the
         zygote gone or misbehaving) nothing of the program ran and the command runs cold. A
-        forked process the memory cgroup killed runs again cold, and the cold run decides: the
-        zygote's pages are charged in the run set, and a forked process's writes to them again,
-        so a forked process reaches the memory limit before the cold command, never after."""
+        forked process the memory cgroup killed raises `ForkedTestMemoryKill` (and the sandbox
+        forks no further test): its outcome is no verdict, and what it left in the sandbox is not the
+        state a cold test would leave, so nothing runs again here."""
         out, forked = self._run_once(argv, limits, stdin, env, cwd, purpose, output_head, warm)
         if forked and out.memory_exceeded:
             if out.stdout_file is not None:
                 out.stdout_file.close()
+            self._zygote = None  # the next command, cold, ends it (launcher.c)
             self.zygote_note = WARM_OOM_NOTE
-            out, _ = self._run_once(argv, limits, stdin, env, cwd, purpose, output_head, False)
+            raise ForkedTestMemoryKill(WARM_OOM_NOTE)
         return out
 
     def _run_once(

@@ -46,7 +46,7 @@ static const struct zygote_hooks cpython_hooks = {
     PyOS_BeforeFork, PyOS_AfterFork_Parent, PyOS_AfterFork_Child, NULL, NULL, 0};
 
 int main(int argc, char **argv) {
-    int bad = zp_start("zygote", CTL_FD);
+    int bad = zp_start("zygote", CTL_FD, argv[0]);
     if (bad) return bad;
     /* Py_BytesMain's own steps, with its argv */
     PyPreConfig preconfig;

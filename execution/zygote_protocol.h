@@ -10,6 +10,7 @@
 #ifndef CODE_EVAL_ZYGOTE_PROTOCOL_H
 #define CODE_EVAL_ZYGOTE_PROTOCOL_H
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -20,8 +21,11 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/times.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* init passes the control socket as fd 3; a zygote whose interpreter opens descriptors of its
@@ -56,19 +60,168 @@ static int zp_is_control_socket(int fd) {
 /* The zygote's first steps, before the interpreter starts: fd 3 must be init's control socket
    (else 127 and a message: a zygote never runs a script by itself), non-dumpable, fd 3 not
    inherited by anything the interpreter may execute; with `move_to` above 3 the socket moves to
-   the lowest free descriptor from there and fd 3 is free again. 0, or the exit code. */
-static int zp_start(const char *who, int move_to) {
+   the lowest free descriptor from there and fd 3 is free again. The process's name
+   (/proc/self/comm, PR_GET_NAME) is the one an exec of the cold command's `argv0` gives (the
+   kernel names a process after the last part of the path it executes, 15 bytes at most), so
+   that the zygote and every test it forks carry the cold name, not the zygote file's.
+   0, or the exit code. */
+static int zp_start(const char *who, int move_to, const char *argv0) {
     if (!zp_is_control_socket(CTL_FD)) {
         fprintf(stderr, "%s: fd %d is not the sandbox's control socket\n", who, CTL_FD);
         return 127;
     }
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (!argv0) argv0 = "";
+    const char *base = strrchr(argv0, '/');
+    char name[16];
+    snprintf(name, sizeof(name), "%s", base ? base + 1 : argv0);
+    if (prctl(PR_SET_NAME, name, 0, 0, 0) != 0) return 127;
     if (move_to > CTL_FD) {
         zp_ctl = fcntl(CTL_FD, F_DUPFD_CLOEXEC, move_to);
         if (zp_ctl < 0 || close(CTL_FD) != 0) return 127;
     }
     if (fcntl(zp_ctl, F_SETFD, FD_CLOEXEC) != 0) return 127;
     return 0;
+}
+
+/* A test's own CPU clocks, as the cold process reads them. A cold process's CPU clock counts the
+   interpreter's start; a forked test's kernel clock starts at its fork, while the sandbox
+   charges it the zygote's start-up as well (a time limit keeps its meaning). So that a program
+   pacing itself by its own clock sees what it would see cold, the zygote defines the C
+   library's CPU clock readers (clock_gettime, clock, getrusage, times: the interpreter's library
+   and its extension modules call them, the binary being linked to export its symbols) and, in
+   the test process only (B, not its children: a cold child's clock starts at its fork too),
+   adds to the process's and its main thread's figures what the zygote had used when it began
+   to serve. Readings by other means (a raw system call, the C library reached by its own
+   handle, /proc/self/stat) start at the fork: README, "What a program can tell". */
+static pid_t zc_test = 0;         /* B's pid once it is the test; 0 in the zygote and in A */
+static struct timespec zc_sched;  /* the zygote's process CPU (scheduler clock) when serving */
+static struct timespec zc_thread; /* its main thread's */
+static struct rusage zc_self, zc_main;
+static struct tms zc_tms;
+
+typedef int (*zc_gettime_fn)(clockid_t, struct timespec *);
+typedef int (*zc_rusage_fn)(int, struct rusage *);
+typedef clock_t (*zc_times_fn)(struct tms *);
+
+static void *zc_real(const char *name) {
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f) _exit(127); /* the C library always has them */
+    return f;
+}
+
+static int zc_gettime(clockid_t id, struct timespec *ts) {
+    static zc_gettime_fn real;
+    if (!real) real = (zc_gettime_fn)zc_real("clock_gettime");
+    return real(id, ts);
+}
+
+static void zc_add_ts(struct timespec *ts, const struct timespec *off) {
+    ts->tv_sec += off->tv_sec;
+    ts->tv_nsec += off->tv_nsec;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static void zc_add_tv(struct timeval *tv, const struct timeval *off) {
+    tv->tv_sec += off->tv_sec;
+    tv->tv_usec += off->tv_usec;
+    if (tv->tv_usec >= 1000000L) {
+        tv->tv_sec++;
+        tv->tv_usec -= 1000000L;
+    }
+}
+
+static struct timespec zc_ts_of(const struct timeval *a, const struct timeval *b) {
+    struct timespec t = {a->tv_sec, a->tv_usec * 1000L};
+    if (b) {
+        struct timespec u = {b->tv_sec, b->tv_usec * 1000L};
+        zc_add_ts(&t, &u);
+    }
+    return t;
+}
+
+/* the zygote, as it begins to serve: what its process and main thread have used */
+static void zc_note_start(void) {
+    static zc_rusage_fn ru;
+    static zc_times_fn tm;
+    if (!ru) ru = (zc_rusage_fn)zc_real("getrusage");
+    if (!tm) tm = (zc_times_fn)zc_real("times");
+    if (zc_gettime(CLOCK_PROCESS_CPUTIME_ID, &zc_sched) != 0 ||
+        zc_gettime(CLOCK_THREAD_CPUTIME_ID, &zc_thread) != 0 || ru(RUSAGE_SELF, &zc_self) != 0 ||
+        ru(RUSAGE_THREAD, &zc_main) != 0 || tm(&zc_tms) == (clock_t)-1)
+        _exit(127);
+}
+
+/* in the test process: 'p' for a clock of the whole process, 't' of its main thread, else 0 */
+static int zc_mine(int process, pid_t who) {
+    if (!zc_test || getpid() != zc_test) return 0;
+    if (process) return who == 0 || who == zc_test ? 'p' : 0;
+    return (who == 0 ? gettid() : who) == zc_test ? 't' : 0;
+}
+
+/* the offset of clock `id` in the test process; zero for every other clock and process */
+static struct timespec zc_offset(clockid_t id) {
+    struct timespec none = {0, 0};
+    int which = 0, kind = 2; /* the kernel's CPUCLOCK_SCHED */
+    if (id == CLOCK_PROCESS_CPUTIME_ID) which = zc_mine(1, 0);
+    else if (id == CLOCK_THREAD_CPUTIME_ID) which = zc_mine(0, 0);
+    else if (id < 0 && (id & 3) != 3) { /* a clock of a pid or tid (clock_getcpuclockid) */
+        pid_t who = (pid_t)~(id >> 3);
+        which = zc_mine(!(id & 4), who);
+        kind = id & 3;
+    }
+    if (!which) return none;
+    const struct rusage *ru = which == 'p' ? &zc_self : &zc_main;
+    if (kind == 2) return which == 'p' ? zc_sched : zc_thread;
+    return zc_ts_of(&ru->ru_utime, kind == 0 ? &ru->ru_stime : NULL); /* PROF, VIRT */
+}
+
+int clock_gettime(clockid_t id, struct timespec *ts) {
+    int r = zc_gettime(id, ts);
+    if (r == 0) {
+        struct timespec off = zc_offset(id);
+        zc_add_ts(ts, &off);
+    }
+    return r;
+}
+
+clock_t clock(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return (clock_t)-1;
+    return (clock_t)(ts.tv_sec * CLOCKS_PER_SEC + ts.tv_nsec / (1000000000L / CLOCKS_PER_SEC));
+}
+
+int getrusage(int who, struct rusage *usage) {
+    static zc_rusage_fn real;
+    if (!real) real = (zc_rusage_fn)zc_real("getrusage");
+    int r = real(who, usage);
+    int which = who == RUSAGE_SELF ? zc_mine(1, 0) : who == RUSAGE_THREAD ? zc_mine(0, 0) : 0;
+    if (r == 0 && which) {
+        const struct rusage *off = which == 'p' ? &zc_self : &zc_main;
+        zc_add_tv(&usage->ru_utime, &off->ru_utime);
+        zc_add_tv(&usage->ru_stime, &off->ru_stime);
+        usage->ru_minflt += off->ru_minflt;
+        usage->ru_majflt += off->ru_majflt;
+        usage->ru_inblock += off->ru_inblock;
+        usage->ru_oublock += off->ru_oublock;
+        usage->ru_nvcsw += off->ru_nvcsw;
+        usage->ru_nivcsw += off->ru_nivcsw;
+    }
+    return r;
+}
+
+clock_t times(struct tms *buf) {
+    static zc_times_fn real;
+    if (!real) real = (zc_times_fn)zc_real("times");
+    clock_t r = real(buf);
+    if (r != (clock_t)-1 && zc_mine(1, 0)) {
+        buf->tms_utime += zc_tms.tms_utime;
+        buf->tms_stime += zc_tms.tms_stime;
+    }
+    return r;
 }
 
 static void zp_say(const char *msg) {
@@ -141,6 +294,7 @@ static void zp_become_test(const struct zygote_hooks *hooks, const int fds[4],
         for (int fd = (int)first; fd < 65536; fd++) close(fd);
     }
     prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    zc_test = getpid();
     sigprocmask(SIG_SETMASK, mask, NULL);
 }
 
@@ -148,6 +302,7 @@ static void zp_become_test(const struct zygote_hooks *hooks, const int fds[4],
    "P<pid of B>" or "E<errno>". Returns in B only, made the cold process (zp_become_test); the
    zygote itself exits 0 at EOF on fd 3. */
 static void zp_serve(const struct zygote_hooks *hooks, const sigset_t *test_mask) {
+    zc_note_start();
     zp_say("R");
     for (;;) {
         int fds[4];
@@ -168,6 +323,10 @@ static void zp_serve(const struct zygote_hooks *hooks, const sigset_t *test_mask
         if (hooks->before_fork) hooks->before_fork();
         pid_t a = hooks->fork_test ? hooks->fork_test() : fork();
         if (a == 0) {
+            /* A never talks to init; closed before B is made, so that B's descriptor table is
+               sized by the descriptors it holds, as a cold process's (Ruby's zygote holds the
+               socket at fd 64 or above, which a cold process never reaches: /proc's FDSize) */
+            close(zp_ctl);
             pid_t b = hooks->fork_test ? hooks->fork_test() : fork();
             if (b == 0) {
                 close(pp[0]);

@@ -6,6 +6,8 @@ fails it under REQUIRE_TOOLCHAINS=1 (set by CI), so CI never skips silently.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import shutil
@@ -72,12 +74,42 @@ def shared_data() -> Path:
 
 
 def require_runtime(name: str) -> Runtime:
-    """The engine's runtime for `name`, skipping (laptop) or failing (CI) when it is unusable."""
+    """The engine's runtime for `name`, skipping (laptop) or failing (CI) when it is unusable;
+    skipped, saying so, when the run's backend (`--backend`) declares it does not hold the
+    language (`not_held_by_backend`)."""
     from code_eval_taskpack.execution import resolve
 
     rt = resolve(name)
     require(rt.available, f"runtime {rt.name} ({name}) is unavailable: {rt.reason}")
+    why = not_held_by_backend(rt.cluster)
+    if why:
+        pytest.skip(why)
     return rt
+
+
+@functools.cache
+def backend_clusters() -> frozenset[str] | None:
+    """The language clusters the run's backend holds, when it declares them (a judge image
+    of a subset: `clusters()`), else None (it holds what this host has)."""
+    from code_eval_taskpack.execution.backends import default_backend_name, get_backend
+
+    clusters = getattr(get_backend(default_backend_name()), "clusters", None)
+    return clusters() if clusters is not None else None
+
+
+def not_held_by_backend(cluster: str) -> str:
+    """Why the run's backend does not judge `cluster` ("" when it does): its judge image holds
+    other languages, by its build (CI: Makefile `CI_IMAGE_LANGS`); the case runs on the
+    backends that hold it (the local one in every run), never silently: pytest reports it."""
+    from code_eval_taskpack.execution.backends import default_backend_name
+
+    held = backend_clusters()
+    if held is None or cluster in held:
+        return ""
+    return (
+        f"the {default_backend_name()} backend's judge image holds {', '.join(sorted(held))}, "
+        f"not {cluster}: judged on the backends that hold it"
+    )
 
 
 def load_yaml(path: Path) -> Any:
@@ -139,12 +171,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+#: what `--backend remote` and `--backend ray` started for the run (stopped at its end), and
+#: the factory of the backend they judge with
+_STARTED: list[contextlib.AbstractContextManager[Any]] = []
+_RUN_FACTORIES: dict[str, Any] = {}
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    from code_eval_taskpack.execution.backends import set_default_backend
+    from code_eval_taskpack.execution.backends import register_backend, set_default_backend
     from tests.recording_backend import register
 
     register()
-    set_default_backend(config.getoption("backend"))
+    name = config.getoption("backend")
+    if name in ("remote", "ray"):
+        # they judge on servers or a cluster: the parity suite's own, started for the run
+        from tests.backend_params import BACKENDS
+
+        started = BACKENDS[name]()
+        backend = started.__enter__()
+        _STARTED.append(started)
+        _RUN_FACTORIES[name] = lambda **_: backend
+        register_backend(name, _RUN_FACTORIES[name], replace=True)
+    set_default_backend(name)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from code_eval_taskpack.execution.backends import default_backend_name, get_backend
+
+    # the run's backend stops what it started (the container backend: its warm containers)
+    close = getattr(get_backend(default_backend_name()), "close", None)
+    if close is not None and default_backend_name() == "container":
+        close()
+    while _STARTED:
+        _STARTED.pop().__exit__(None, None, None)
 
 
 @pytest.fixture(autouse=True)
@@ -155,7 +214,7 @@ def _remote_backends_end_with_their_test() -> Iterator[None]:
     yield
     from code_eval_taskpack.execution.backends import BUILT_IN, register_backend
 
-    register_backend("remote", BUILT_IN["remote"], replace=True)
+    register_backend("remote", _RUN_FACTORIES.get("remote", BUILT_IN["remote"]), replace=True)
 
 
 @pytest.fixture(scope="session")

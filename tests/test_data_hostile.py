@@ -138,7 +138,7 @@ def _xce_docs(root: Path) -> list[dict[str, Any]]:
     xd._problems.cache_clear()
     xd._unittests.cache_clear()
     source = xd.DataSource(root)
-    tags = xdocs.build_docs("tag_desc", "t", list(xd.CLUSTERS), "validation", source, {})
+    tags, _ = xdocs.build_docs("tag_desc", "t", list(xd.CLUSTERS), "validation", source, {})
     tests = xd.load_unittests(source, "t").raw
     return [*tags, tests]
 

@@ -37,6 +37,7 @@ READERS = {
     "go_direct": go_direct.enabled,
     "warm_compilers": warm_compiler.enabled,
     "zygote": cpython_zygote.enabled,
+    "cpython_zygote": cpython_zygote.cpython_enabled,
     "classic_build": languages.classic_build,
     "jvm_cds": class_data.switched_on,
 }
@@ -115,7 +116,13 @@ def test_from_env_reads_a_given_mapping_and_values_in_code_obey_the_rule() -> No
 def test_speedups_sent_with_a_job_are_validated() -> None:
     base = EngineConfig()
     sent = EngineConfig(pch=False, classic_build=True, warm_servers=3).speedups()
-    assert sent == {"pch": False, "go_direct": True, "warm_compilers": True, "zygote": True}
+    assert sent == {
+        "pch": False,
+        "go_direct": True,
+        "warm_compilers": True,
+        "zygote": True,
+        "cpython_zygote": False,
+    }
     assert base.with_speedups(sent) == EngineConfig(pch=False)
     assert base.with_speedups(None) is base
     for hostile in (

@@ -6,6 +6,7 @@ REQUIRE_TOOLCHAINS=1 (CI builds an image of C and Python, see the Makefile)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -14,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
-from code_eval_taskpack.execution.backends.container import ContainerBackend
+from code_eval_taskpack.execution.backends.container import ContainerBackend, JobCgroups
 from tests.backend_params import BACKENDS
+from tests.conftest import require
 from tests.engine_programs import HELLO, LUCKY, describe, wrong
 
 LANGS = ("C", "Python")  # the languages of the CI image
@@ -158,8 +160,8 @@ def test_outer_layers_are_probed_inside_and_required(backend: ContainerBackend) 
     assert backend.host_refusal("required") == ""
 
     class WritableRoot(ContainerBackend):
-        def argv(self, name: str) -> list[str]:
-            return [a for a in super().argv(name) if a != "--read-only"]
+        def argv(self, name: str, cgroups: JobCgroups | None = None) -> list[str]:
+            return [a for a in super().argv(name, cgroups) if a != "--read-only"]
 
     weak = WritableRoot()
     try:
@@ -179,8 +181,9 @@ def test_outer_layers_are_probed_inside_and_required(backend: ContainerBackend) 
 
 # -- the container's memory ceiling is never the program's fault ------------------------------
 
-#: N MB of files in the work dir's tmpfs (not counted by the
-#: sandbox's sampled memory, charged to the container), then M MB of the program's own memory
+#: N MB of files in the work dir's tmpfs (not counted by the sandbox's sampled memory; charged
+#: to the program's own cgroup, or without per-job cgroups to the container), then M MB of the
+#: program's own memory
 CEILING_HOG = """\
 FILES_MB, HEAP_MB = {files}, {heap}
 chunk = b"x" * (16 << 20)
@@ -224,13 +227,86 @@ def test_a_job_above_the_ceiling_is_refused(small: ContainerBackend, tmp_path: P
     assert eng.judge(within).passed
 
 
-def test_the_container_oom_killer_is_infra_error(small: ContainerBackend, tmp_path: Path) -> None:
-    """Within the job's limit (200 MB: 100 MB of heap) but 320 MB of files in the work dir's
-    tmpfs: the container's own OOM killer fires, and that is the engine's failure."""
+def job_cgroups_here(frontend: str = "docker") -> bool:
+    """Whether the backend makes per-job cgroups on this host (root on cgroup v1); in CI, as
+    root on such a host, it must."""
+    why = JobCgroups.unavailable(frontend)
+    require(not why or not (os.geteuid() == 0 and Path("/sys/fs/cgroup/memory").is_dir()), why)
+    return not why
+
+
+def assert_work_dir_files_are_the_programs_memory(small: ContainerBackend, tmp_path: Path) -> None:
+    """Within the job's heap (100 MB of its 200 MB) but 320 MB of files in the work dir's
+    tmpfs of a 384 MB container, which the sandbox's sampling does not see: the kernel charges
+    them to the program's own cgroup (MEMORY_LIMIT_EXCEEDED). Without per-job cgroups the
+    container's OOM killer fires first, and that is the engine's failure (INFRA_ERROR, never
+    cached)."""
     eng = Engine(workers=1, backend=small, cache=tmp_path / "cache")
     src = CEILING_HOG.format(files=320, heap=100)
     job = _job("Python 3", src, [("", "done")], memory_limit_mb=200)
     r = eng.judge(job)
+    if job_cgroups_here(small.frontend):
+        assert r.verdict is Verdict.MEMORY_LIMIT_EXCEEDED, describe(r)
+        assert r.isolation["container_job_cgroups"] is True
+        assert r.isolation["memory_enforcement"] == "cgroup"
+        return
     assert r.verdict is Verdict.INFRA_ERROR, describe(r)
     assert "memory ceiling (384 MB)" in r.detail and "OOM" in r.detail, r.detail
     assert not eng.judge(job).cached
+
+
+def test_files_in_the_work_dir_are_the_programs_memory(
+    small: ContainerBackend, tmp_path: Path
+) -> None:
+    assert_work_dir_files_are_the_programs_memory(small, tmp_path)
+
+
+#: memory no process maps: memfd files, 60 MB each (a file is at most 64 MiB), 900 MB in all,
+#: well past the container's ceiling, written once the honest neighbour runs
+MEMFD_HOG = """import os, time
+time.sleep(0.5)
+chunk = b"x" * (1 << 20)
+fds = []
+for i in range(15):
+    fd = os.memfd_create(f"m{i}")
+    for _ in range(60):
+        os.write(fd, chunk)
+    fds.append(fd)
+print("kept", len(fds))
+"""
+#: the honest program judged beside it: it is still running when the hog fills its memory
+NEIGHBOUR = "import time\ntime.sleep(2.5)\nprint(sum(range(1000)))\n"
+
+
+@pytest.fixture(scope="module")
+def pair_slots(backend: ContainerBackend) -> Iterator[ContainerBackend]:
+    """The judge image in containers of two job slots, 384 MB each."""
+    b = ContainerBackend(
+        image=backend.image, docker=backend.docker, memory_mb="384", jobs_per_container="2"
+    )
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def assert_unsampled_memory_ends_its_program_only(
+    pair_slots: ContainerBackend, tmp_path: Path
+) -> None:
+    """One container judges two programs at once: a hog of unmapped memfd memory (900 MB, past
+    its 200 MB limit and the container's 768 MB ceiling) and an honest program. The hog gets
+    MEMORY_LIMIT_EXCEEDED, its neighbour its own verdict."""
+    require(job_cgroups_here(pair_slots.frontend), "no per-job cgroups here")
+    eng = Engine(workers=2, backend=pair_slots, cache=tmp_path / "cache")
+    hog = _job("Python 3", MEMFD_HOG, [("", "kept 15")], memory_limit_mb=200, time_limit_s=5)
+    honest = _job("Python 3", NEIGHBOUR, [("", "499500")], memory_limit_mb=200, time_limit_s=5)
+    results = eng.judge_many([hog, honest])
+    assert results[0].verdict is Verdict.MEMORY_LIMIT_EXCEEDED, describe(results[0])
+    assert results[1].verdict is Verdict.PASSED, describe(results[1])
+    assert all(r.isolation["container_job_cgroups"] is True for r in results)
+
+
+def test_memory_the_sandbox_does_not_sample_ends_its_program_only(
+    pair_slots: ContainerBackend, tmp_path: Path
+) -> None:
+    assert_unsampled_memory_ends_its_program_only(pair_slots, tmp_path)

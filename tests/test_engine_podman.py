@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Verdict
+from code_eval_taskpack.execution import Engine
 from code_eval_taskpack.execution.backends.container import (
     CEILING_LAYERS,
     ContainerBackend,
@@ -33,7 +33,10 @@ from code_eval_taskpack.execution.limits import Limits
 from code_eval_taskpack.execution.sandbox import SandboxError
 from tests import podman_battery
 from tests.conftest import require
-from tests.engine_programs import describe
+from tests.test_engine_container import (
+    assert_unsampled_memory_ends_its_program_only,
+    assert_work_dir_files_are_the_programs_memory,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 USER = os.environ.get("PODMAN_USER", "code-eval-rootless")
@@ -112,28 +115,26 @@ def test_rootful_hardening_as_podman_reports_it(rootful: ContainerBackend) -> No
     assert "no-new-privileges" in host["SecurityOpt"] and info["Config"]["User"] == "10001:10001"
 
 
-def test_rootful_container_oom_killer_is_infra_error(
+def test_rootful_work_dir_files_are_the_programs_memory(
     rootful: ContainerBackend, tmp_path: Path
 ) -> None:
-    """Within the job's 200 MB but 320 MB of files in the work dir's tmpfs of a 384 MB
-    container: the container's OOM killer fires, and that is the engine's failure."""
-    from tests.test_engine_container import CEILING_HOG, _job
-
+    """As with Docker: 320 MB of files in the work dir of a 200 MB job in a 384 MB container,
+    the program's own MEMORY_LIMIT_EXCEEDED in its per-job cgroup."""
     small = ContainerBackend(frontend="podman", memory_mb="384", jobs_per_container="1")
     try:
-        eng = Engine(workers=1, backend=small, cache=tmp_path / "cache")
-        job = _job(
-            "Python 3",
-            CEILING_HOG.format(files=320, heap=100),
-            [("", "done")],
-            memory_limit_mb=200,
-        )
-        r = eng.judge(job)
-        assert r.verdict is Verdict.INFRA_ERROR, describe(r)
-        assert "memory ceiling (384 MB)" in r.detail, r.detail
-        assert not eng.judge(job).cached
+        assert_work_dir_files_are_the_programs_memory(small, tmp_path)
     finally:
         small.close()
+
+
+def test_rootful_unsampled_memory_ends_its_program_only(
+    rootful: ContainerBackend, tmp_path: Path
+) -> None:
+    two = ContainerBackend(frontend="podman", memory_mb="384", jobs_per_container="2")
+    try:
+        assert_unsampled_memory_ends_its_program_only(two, tmp_path)
+    finally:
+        two.close()
 
 
 # -- rootless: the same backend as a user without root ------------------------------------------

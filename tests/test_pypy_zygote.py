@@ -24,6 +24,7 @@ from tests.test_zygote import (
     observed,
     probe_cold_and_warm,
     require_zygote_host,
+    switches,
 )
 from tests.test_zygote import Pair as BasePair
 
@@ -138,7 +139,7 @@ def test_a_clients_own_command_gets_no_zygote(language: str) -> None:
     host = Host(LocalBackend(), "required", None)
     name = "zygote" if language == "Python 3" else "pypy_zygote"
     job = Job(language=language, source_code="print(1)\n", tests=())
-    with config.using(config.EngineConfig(zygote=True)):
+    with config.using(switches(True)):
         assert strategy(name).applies(resolve(language), job, host)
         for custom in ({"execute_flags": "-v"}, {"execute_cmd": resolve(language).binary or ""}):
             assert not strategy(name).applies(custom_runtime(language, **custom), job, host)

@@ -16,15 +16,18 @@ from code_eval_taskpack.execution import Job, TestCase, config
 from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.languages import resolve
 from code_eval_taskpack.execution.runner import judge_with
-from code_eval_taskpack.execution.sandbox import Sandbox
+from code_eval_taskpack.execution.sandbox import WARM_OOM_NOTE, Sandbox
 from code_eval_taskpack.execution.types import Verdict
 from tests.test_zygote import (
     LIMITS,
+    assert_clocks_count_the_start,
     assert_ends_as_cold,
     assert_judged_warm_and_cold_by_the_switch,
     assert_shared_programs_judged_warm_as_cold,
+    assert_stat_flags_differ_only_by_the_fork,
     observed,
     require_zygote_host,
+    switches,
 )
 from tests.test_zygote import Pair as BasePair
 
@@ -51,7 +54,7 @@ File.foreach("/proc/self/status") do |line|
   # the uid is the sandbox's own (one per sandbox): its sameness is compared, not its number
   v = v.split.uniq.size.to_s if %w[Uid Gid].include?(k)
   if %w[Uid Gid Groups CapInh CapPrm CapEff CapBnd CapAmb NoNewPrivs Seccomp Seccomp_filters
-        SigBlk SigIgn SigCgt Threads Cpus_allowed_list Umask].include?(k)
+        SigBlk SigIgn SigCgt Threads Cpus_allowed_list Umask FDSize Name].include?(k)
     status[k] = v.strip
   end
 end
@@ -86,6 +89,8 @@ out = {
   "cgroup" => File.read("/proc/self/cgroup").gsub(/code-exec-\d+-\d+/, "SET"),
   "nice" => Process.getpriority(Process::PRIO_PROCESS, 0),
   "oom" => File.read("/proc/self/oom_score_adj"), "exe" => File.readlink("/proc/self/exe"),
+  "comm" => File.read("/proc/self/comm"),
+  "stat_flags" => File.read("/proc/self/stat").rpartition(")")[2].split[6].to_i,
 }
 puts JSON.generate(out)
 STDERR.puts rand(2**60)
@@ -105,16 +110,66 @@ def test_the_program_observes_what_a_cold_start_gives() -> None:
         # RLIMIT_NPROC is one more (the zygote is a process of the uid too)
         assert a.pop("exe") == pair.argv[0]
         assert b.pop("exe") == pair.plan.warm_start
+        assert_stat_flags_differ_only_by_the_fork(a.pop("stat_flags"), b.pop("stat_flags"))
         soft, hard = a["rlimits"].pop("RLIMIT_NPROC")
         assert b["rlimits"].pop("RLIMIT_NPROC") == [soft + 1, hard + 1]
         for key in sorted(a):
             assert a[key] == b[key], key
         assert a["fds"] == [0, 1, 2, 3, 4, 5]  # stdio, Ruby's two eventfds, /proc/self/fd
+        assert a["comm"] == "ruby3.1\n" and a["status"]["FDSize"] == "64"
         assert a["ids"][:3] == [1, True, True]
         assert a["stdin"] in {i.decode() for i in inputs}
         seeds += [c.stderr, w.stderr]
     # each test draws its own random seed, warm as cold
     assert len(set(seeds)) == len(seeds)
+
+
+def test_the_tests_of_one_program_share_rubys_hash_seed() -> None:
+    """A known observable (README, "Ruby zygote"): String#hash's seed is fixed when Ruby
+    initialises, before the seam, so the forked tests of a program print one value where
+    cold tests print their own; which is why the zygote is off by default."""
+    pair = Pair('puts "a".hash\n')
+    inputs = [b"", b"", b""]
+    cold, warm = pair.cold(inputs), pair.warm(inputs)
+    assert len({o.stdout for o in cold}) == 3
+    assert len({o.stdout for o in warm}) == 1
+
+
+#: the program's own CPU clocks at its first line, by each of Ruby's ways to read them
+CLOCKS = """
+t = Process.times
+puts [Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID),
+      Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID),
+      Process.clock_gettime(:GETRUSAGE_BASED_CLOCK_PROCESS_CPUTIME_ID),
+      Process.clock_gettime(:CLOCK_BASED_CLOCK_PROCESS_CPUTIME_ID),
+      t.utime + t.stime].join(" ")
+"""
+
+
+def test_the_programs_cpu_clocks_count_the_start_as_cold() -> None:
+    assert_clocks_count_the_start(Pair(CLOCKS))
+
+
+def test_a_forked_memory_kill_leaves_each_test_run_once() -> None:
+    tests = tuple(TestCase(i, (str(n),)) for n, i in enumerate(("a", "hog", "b")))
+    src = (
+        'n = File.exist?("count") ? File.read("count").to_i : 0\n'
+        'File.write("count", (n + 1).to_s)\n'
+        'if $stdin.read == "hog" && File.basename(File.readlink("/proc/self/exe")) == "zygote"\n'
+        '  s = "x" * (600 * 1024 * 1024)\nend\n'
+        "puts n\n"
+    )
+    job = Job(
+        language=RUBY, source_code=src, tests=tests, stop_on_first_fail=False, memory_limit_mb=128
+    )
+    results = {}
+    for on in (True, False):
+        with config.using(switches(on)):
+            results[on] = judge_with(resolve(RUBY), job, backend=LocalBackend())
+    for r in results.values():
+        assert [t.stdout for t in r.tests] == ["0\n", "1\n", "2\n"]
+        assert r.verdict is Verdict.PASSED
+    assert WARM_OOM_NOTE in results[True].isolation["notes"]
 
 
 ENDINGS = {
@@ -221,7 +276,7 @@ def test_memory_and_cpu_limits_keep_their_verdicts() -> None:
         runtime = resolve(RUBY)
         results = {}
         for on in (True, False):
-            with config.using(config.EngineConfig(zygote=on)):
+            with config.using(switches(on)):
                 results[on] = judge_with(runtime, job, backend=LocalBackend())
         assert [t.verdict for t in results[True].tests] == [verdict] * 3
         assert [t.verdict for t in results[False].tests] == [verdict] * 3

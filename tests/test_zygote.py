@@ -24,6 +24,7 @@ from code_eval_taskpack.execution.runner import judge_with, source_layout
 from code_eval_taskpack.execution.sandbox import (
     WARM_OOM_NOTE,
     CommandOutcome,
+    ForkedTestMemoryKill,
     Sandbox,
     default_env,
 )
@@ -35,6 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import judge_workload
 
 LIMITS = Limits(cpu_s=2, wall_s=10, memory_mb=256)
+
+
+def switches(on: bool) -> config.EngineConfig:
+    """Every zygote on (CPython's own switch is off by default) or all off."""
+    return config.EngineConfig(zygote=on, cpython_zygote=on)
 
 
 def require_zygote_host(binary: str) -> None:
@@ -66,7 +72,7 @@ def plan_for(src: str, language: str = "Python 3") -> tuple[BuildPlan, list[str]
     job = Job(language=language, source_code=src, tests=())
     values = source_layout(runtime, src)
     values["memory_mb"] = "256"
-    with config.using(config.EngineConfig(zygote=True)):
+    with config.using(switches(True)):
         plan = build_plan(runtime, job, Host(LocalBackend(), "required", None), values, "")
     assert plan.warm_start, f"no zygote for {language}: {plan.applied}"
     return plan, runtime.expand(plan.run_argv, **plan.values)
@@ -96,6 +102,15 @@ class Pair:
             return [self._run(sb, i, False) for i in inputs]
 
     def warm(self, inputs: Sequence[bytes], expect_warm: bool = True) -> list[CommandOutcome]:
+        """The program's tests forked from its zygote; after a forked test the memory cgroup
+        killed, what the runner does: every test again, cold, in a fresh sandbox."""
+        try:
+            return self._warm(inputs, expect_warm)
+        except ForkedTestMemoryKill:
+            self.notes.append(WARM_OOM_NOTE)
+            return self.cold(inputs)
+
+    def _warm(self, inputs: Sequence[bytes], expect_warm: bool) -> list[CommandOutcome]:
         with self._box() as sb:
             started = sb.start_warm(
                 self.argv,
@@ -109,8 +124,8 @@ class Pair:
             for i in inputs:
                 outs.append(self._run(sb, i, True))
                 self.notes.append(sb.zygote_note)
-            if expect_warm:  # never a pass by falling back to cold, but after a forked OOM
-                assert sb.warm_ready or sb.zygote_note == WARM_OOM_NOTE, sb.zygote_note
+            if expect_warm:  # never a pass by falling back to cold
+                assert sb.warm_ready, sb.zygote_note
             return outs
 
     def _run(self, sb: Sandbox, stdin: bytes, warm: bool) -> CommandOutcome:
@@ -147,8 +162,10 @@ for line in open("/proc/self/status"):
     k, _, v = line.partition(":")
     if k in ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
              "NoNewPrivs", "Seccomp", "Seccomp_filters", "SigBlk", "SigIgn", "SigCgt",
-             "Threads", "Cpus_allowed_list", "Umask"):
+             "Threads", "Cpus_allowed_list", "Umask", "FDSize", "Name"):
         status[k] = v.strip()
+name = ctypes.create_string_buffer(16)
+libc.prctl(16, name)  # PR_GET_NAME
 def fd_info(fd):
     st = os.fstat(fd)
     return [oct(st.st_mode), st.st_blksize, os.lseek(fd, 0, os.SEEK_CUR),
@@ -189,11 +206,27 @@ out = {
     "gc": [gc.isenabled(), gc.get_threshold()], "recursion": sys.getrecursionlimit(),
     "switch": sys.getswitchinterval(), "threads": threading.active_count(),
     "exe": os.readlink("/proc/self/exe"),
+    "comm": [open("/proc/self/comm").read(), name.value.decode()],
+    "stat_flags": int(open("/proc/self/stat").read().rpartition(")")[2].split()[6]),
     "maps_python": sorted({l.split()[-1] for l in open("/proc/self/maps")
                            if "python" in l.split()[-1] or ".so" in l.split()[-1]}),
 }
 print(json.dumps(out, indent=0, sort_keys=True))
 """
+
+
+#: the kernel's process flags a forked test cannot share with the cold process: PF_FORKNOEXEC
+#: (set at a fork, cleared by an exec only) and PF_SUPERPRIV (a capability was used: by the
+#: sandbox before the cold command's exec, which keeps it; a fork clears it)
+PF_FORKNOEXEC, PF_SUPERPRIV = 0x40, 0x100
+
+
+def assert_stat_flags_differ_only_by_the_fork(cold: int, warm: int) -> None:
+    """/proc/self/stat's flags: the forked test's has PF_FORKNOEXEC, the cold one's not, and
+    they agree on every other flag but PF_SUPERPRIV (README, "What a program can tell")."""
+    assert warm & PF_FORKNOEXEC and not cold & PF_FORKNOEXEC
+    mask = ~(PF_FORKNOEXEC | PF_SUPERPRIV)
+    assert cold & mask == warm & mask
 
 
 def probe_cold_and_warm(pair: Pair, inputs: Sequence[bytes]) -> list[dict[str, Any]]:
@@ -213,6 +246,7 @@ def probe_cold_and_warm(pair: Pair, inputs: Sequence[bytes]) -> list[dict[str, A
         ]
         # and RLIMIT_NPROC is one more: the zygote is a process of the uid too, so that a
         # program may start exactly as many processes as cold (README, "CPython zygote")
+        assert_stat_flags_differ_only_by_the_fork(a.pop("stat_flags"), b.pop("stat_flags"))
         soft, hard = a["rlimits"]["RLIMIT_NPROC"]
         assert b["rlimits"].pop("RLIMIT_NPROC") == [soft + 1, hard + 1]
         del a["rlimits"]["RLIMIT_NPROC"]
@@ -227,6 +261,7 @@ def probe_cold_and_warm(pair: Pair, inputs: Sequence[bytes]) -> list[dict[str, A
 def test_the_program_observes_what_a_cold_start_gives() -> None:
     for a in probe_cold_and_warm(Pair(PROBE), [b"first test\n", b"second\n" * 1000]):
         assert a["dumpable"] == 1 and a["fds"] == ["0", "1", "2", "3"]
+        assert a["comm"] == ["python3.11\n", "python3.11"] and a["status"]["FDSize"] == "64"
 
 
 ENDINGS = {
@@ -359,7 +394,7 @@ def assert_judged_warm_and_cold_by_the_switch(
     monkeypatch.setattr(Sandbox, "close", recording_close)
     results = {}
     for on in (True, False):
-        with config.using(config.EngineConfig(zygote=on)):
+        with config.using(switches(on)):
             results[on] = judge_with(runtime, job, backend=LocalBackend())
     assert served == [True, False]
     for r in results.values():
@@ -492,8 +527,8 @@ def test_memory_and_cpu_limits_keep_their_verdicts(language: str) -> None:
             assert runner.test_verdict(out)[0] is verdict, (out.stderr[-300:], out.cpu_s)
         if verdict is Verdict.TIME_LIMIT_EXCEEDED:  # the zygote's start-up is counted in
             assert all(0.5 <= o.cpu_s < 0.8 for o in [*cold, *warm])
-        else:  # the forked test's OOM was decided by its cold run, and the rest ran cold
-            assert pair.notes == [WARM_OOM_NOTE] * 2
+        else:  # the forked test's OOM is no verdict: the program was judged again cold
+            assert pair.notes == [WARM_OOM_NOTE]
 
 
 #: a program that logs each run of it in its work dir, then balloons on "hog", and on
@@ -512,23 +547,91 @@ print(open("/box/runs").read().split())
 """
 
 
-def test_a_forked_test_the_memory_cgroup_kills_runs_again_cold(language: str) -> None:
+def test_a_forked_test_the_memory_cgroup_kills_never_runs_again_where_it_ran(
+    language: str,
+) -> None:
     """The zygote's pages are charged once in the run set, and a forked test's writes to them
     again, so a forked test reaches the memory limit before the cold command: its OOM is never
-    a verdict, its cold run is. Cold OOMs are not run again."""
+    a verdict. Run again in its sandbox, it would see what the killed run wrote there; the
+    program is judged again instead, cold from its first test: each test runs once, as cold."""
     limits = Limits(cpu_s=2, wall_s=10, memory_mb=HOG_MB[language])
     pair = Pair(RUNS_LOGGED, limits, language)
     inputs = [b"a", b"forked-hog", b"hog", b"b"]
     cold, warm = pair.cold(inputs), pair.warm(inputs)
-    assert [runner.test_verdict(o)[0] for o in warm] == [runner.test_verdict(o)[0] for o in cold]
+    assert [observed(o) for o in warm] == [observed(o) for o in cold]
     assert runner.test_verdict(cold[2])[0] is Verdict.MEMORY_LIMIT_EXCEEDED
     assert cold[1].stdout == b"['a', 'forked-hog']\n"
     assert cold[3].stdout == b"['a', 'forked-hog', 'hog', 'b']\n"
-    # warm: "forked-hog" ran forked, was killed and ran again cold (and passed, as cold);
-    # "hog" and "b" then ran cold, once each
-    assert warm[1].stdout == b"['a', 'forked-hog', 'forked-hog']\n"
-    assert warm[3].stdout == b"['a', 'forked-hog', 'forked-hog', 'hog', 'b']\n"
-    assert pair.notes[:2] == ["", WARM_OOM_NOTE]
+    assert pair.notes == ["", WARM_OOM_NOTE]
+
+
+#: a counter in the work dir, read and incremented by each test; a forked test balloons
+COUNTER = """
+import os, sys
+try:
+    n = int(open("count").read())
+except FileNotFoundError:
+    n = 0
+open("count", "w").write(str(n + 1))
+if sys.stdin.read() == "hog" and os.path.basename(os.readlink("/proc/self/exe")) == "zygote":
+    x = []
+    while True:
+        x.append(bytearray(1 << 20))
+print(n)
+"""
+
+
+def test_the_judge_counts_each_test_once_after_a_forked_memory_kill(language: str) -> None:
+    """A counter file read and incremented per test: 0 1 2 judged cold, and 0 1 2 with the
+    zygote, whose second test the memory cgroup kills (judged again, cold)."""
+    tests = tuple(TestCase(i, (str(n),)) for n, i in enumerate(("a", "hog", "b")))
+    job = Job(
+        language=language,
+        source_code=COUNTER,
+        tests=tests,
+        stop_on_first_fail=False,
+        memory_limit_mb=HOG_MB[language],
+    )
+    runtime = resolve(language)
+    results = {}
+    for on in (True, False):
+        with config.using(switches(on)):
+            results[on] = judge_with(runtime, job, backend=LocalBackend())
+    for r in results.values():
+        assert [t.stdout for t in r.tests] == ["0\n", "1\n", "2\n"]
+        assert r.verdict is Verdict.PASSED
+    assert WARM_OOM_NOTE in results[True].isolation["notes"]
+    assert WARM_OOM_NOTE not in results[False].isolation["notes"]
+
+
+#: a program's own CPU clocks at its first line, as its interpreter's libraries read them
+CLOCKS = """
+import resource, time
+r = resource.getrusage(resource.RUSAGE_SELF)
+print(time.process_time(), time.thread_time(), r.ru_utime + r.ru_stime,
+      time.clock_gettime(time.CLOCK_PROCESS_CPUTIME_ID))
+"""
+
+
+def assert_clocks_count_the_start(pair: Pair) -> None:
+    """Each of the program's own CPU clocks, read at its first line, includes the interpreter's
+    start when forked as when cold (the sandbox charges a forked test that start as well, so a
+    program pacing itself by its clock would otherwise be charged more than it saw)."""
+    inputs = [b"", b"", b""]
+    cold, warm = pair.cold(inputs), pair.warm(inputs)
+    readings = {
+        kind: [[float(x) for x in o.stdout.split()] for o in outs]
+        for kind, outs in (("cold", cold), ("warm", warm))
+    }
+    for field in range(len(readings["cold"][0])):
+        least_cold = min(r[field] for r in readings["cold"])
+        assert least_cold > 0, readings
+        # a clock from the fork reads the script's few instructions only (far below half)
+        assert min(r[field] for r in readings["warm"]) >= least_cold / 2, (field, readings)
+
+
+def test_the_programs_cpu_clocks_count_the_start_as_cold(language: str) -> None:
+    assert_clocks_count_the_start(Pair(CLOCKS, language=language))
 
 
 def test_what_a_program_changes_reaches_the_next_test_only_as_cold_allows(language: str) -> None:

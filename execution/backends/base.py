@@ -24,7 +24,7 @@ from ..isolation import LAYERS, check_policy, policy_refusal
 from ..languages import Runtime, resolve
 from ..limits import Limits
 from ..sandbox import CommandOutcome, IsolationRefused
-from ..types import Job, Result, Verdict
+from ..types import CompileResult, Job, Result, Verdict
 
 if TYPE_CHECKING:
     from ..compile_cache import CompileCache
@@ -214,6 +214,22 @@ class SessionBackend(Backend):
 class JobBackend(Backend):
     """Judges whole jobs elsewhere (usually by running a session backend there); subclasses
     implement `judge`, and may implement `judge_batch`."""
+
+
+def oversized_source(job: Job, runtime: Runtime, input_limits: InputLimits) -> Result | None:
+    """The COMPILATION_ERROR of a source over `input_limits` (the one verdict reached without any
+    sandbox), else None. Checked where the job is given (`Engine`): a backend that judges
+    elsewhere (a container's agent, a server, a node) knows only its own limits."""
+    too_large = source_too_large(job.source_code, input_limits)
+    if not too_large:
+        return None
+    return Result(
+        verdict=Verdict.COMPILATION_ERROR,
+        runtime=runtime.info(),
+        id=job.id,
+        compile=CompileResult(ok=False, detail=too_large),
+        detail=too_large,
+    )
 
 
 def verdict_under_policy(

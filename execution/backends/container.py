@@ -18,12 +18,15 @@ cache, precompiled headers): a batch's programs that compile are announced to ev
 before its first job of the batch (`expect`), and each job carries the driver's speed-up switches
 when they differ from the defaults, as a judge server receives them.
 
-The container's memory ceiling is never the program's fault: a job whose memory limit (or its
-compile's), plus the agent's reserve, does not fit under it is refused (INFRA_ERROR naming the
-limits, nothing run), and a job during which the container's own OOM killer fired anyway (e.g.
-files in the work dir's tmpfs, which the sandbox's sampled memory does not count) is answered
-INFRA_ERROR by the agent (with several jobs at once, every job judged while it fired: which
-program caused it cannot be told). Neither is cached.
+Run as root on a cgroup v1 host, each program judged in a container has its own cgroups there
+(`JobCgroups`): the kernel counts all of its memory, unmapped memfd and tmpfs files included, up
+to its own limit, and the container's other jobs never notice. The container's memory ceiling is
+never the program's fault: a job whose memory limit (or its compile's), plus the agent's
+reserve, does not fit under it is refused (INFRA_ERROR naming the limits, nothing run), and a job
+during which the container's own OOM killer fired anyway (without per-job cgroups: e.g. files in
+the work dir's tmpfs, which the sandbox's sampled memory does not count) is answered INFRA_ERROR
+by the agent (with several jobs at once, every job judged while it fired: which program caused it
+cannot be told). Neither is cached.
 
 Rootless podman can only set the pids and memory ceilings where cgroup v2 delegates the `memory`
 and `pids` controllers to the user (on cgroup v1 it ignores them with a warning). Without them,
@@ -40,11 +43,14 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import logging
+import os
 import queue
 import resource
 import subprocess
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,8 +63,10 @@ from ..languages import Runtime
 from ..limits import COMPILE_LIMITS, cpu_count
 from ..sandbox import SandboxError
 from ..types import Job, Result, Verdict, job_to_dict
-from .base import JobBackend, verdict_under_policy
+from .base import JobBackend, oversized_source, verdict_under_policy
 from .seccomp_profile import write_profile
+
+log = logging.getLogger(__name__)
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 UID = 10001
@@ -74,6 +82,103 @@ CEILING_CONTROLLERS = ("memory", "pids")
 CEILING_LAYERS = ("container_memory_ceiling", "container_pids_ceiling")
 #: podman's own ceilings for the processes it starts (conmon, runc): never asked above them
 PODMAN_NOFILE, PODMAN_NPROC = 1 << 20, 32768
+
+
+#: the host's cgroup v1 hierarchies, and the folder of each below which every judge container
+#: gets a folder of its own (`JobCgroups`)
+CGROUP_V1 = Path("/sys/fs/cgroup")
+JOB_CGROUP_ROOT = "code-eval-judge"
+JOB_CGROUP_CONTROLLERS = ("memory", "pids", "cpuacct")
+#: where a container sees the folders delegated to its agent (one per controller)
+AGENT_CGROUPS = "/run/code-eval-cgroup"
+
+
+class JobCgroups:
+    """A judge container's cgroups on a cgroup v1 host, made by the backend as root.
+
+    `/code-eval-judge/<name>` of each controller holds the container's own cgroup (the
+    front-end's `--cgroup-parent`) and `jobs`, a folder owned by the agent's uid and bound into
+    the container at AGENT_CGROUPS/<controller>, where each program's sandbox makes its own
+    cgroups (`cgroups.delegate_v1`), as on a host as root. The kernel then counts everything a
+    program's processes are charged (unmapped memfd and tmpfs files, pipe buffers, page tables)
+    in that program's memory cgroup, up to its own limit: MEMORY_LIMIT_EXCEEDED for it alone,
+    where the container's OOM killer would end every job of the container. The folder's own
+    memory and pids limits are the container's ceilings, so the container and every job stay
+    within them together. (The sandbox's init cannot exempt itself from the OOM killer without
+    a capability, nor can the container start with a negative OOM score under runc: a program
+    whose memory no process maps and that leaves only small processes may get its init chosen,
+    and its job is then an INFRA_ERROR, its own alone.)"""
+
+    def __init__(self, name: str, memory_mb: int, pids: int) -> None:
+        self.parent = f"/{JOB_CGROUP_ROOT}/{name}"
+        self.name, self.memory_mb, self.pids = name, memory_mb, pids
+        self.dirs = {c: CGROUP_V1 / c / JOB_CGROUP_ROOT / name for c in JOB_CGROUP_CONTROLLERS}
+
+    @staticmethod
+    def unavailable(frontend: str) -> str:
+        """Why this host and user cannot have them ("" when they can)."""
+        if os.geteuid() != 0:
+            return "the backend does not run as root (only root makes cgroups on cgroup v1)"
+        if not (CGROUP_V1 / "memory" / "memory.limit_in_bytes").exists():
+            return "the host does not mount cgroup v1 (per-job cgroups are made on v1 only)"
+        missing = [c for c in JOB_CGROUP_CONTROLLERS if not (CGROUP_V1 / c).is_dir()]
+        return f"no cgroup v1 hierarchy of {', '.join(missing)}" if missing else ""
+
+    def create(self) -> None:
+        """Make the folders, their limits and the agent's `jobs` (SandboxError when any step
+        fails: the container would otherwise run without what the backend promises)."""
+        try:
+            for ctrl, d in self.dirs.items():
+                d.mkdir(parents=True, exist_ok=True)
+                if ctrl == "memory":
+                    limit = str(self.memory_mb * 1024 * 1024)
+                    (d / "memory.limit_in_bytes").write_text(limit)
+                    memsw = d / "memory.memsw.limit_in_bytes"
+                    if memsw.exists():
+                        memsw.write_text(limit)
+                elif ctrl == "pids":
+                    (d / "pids.max").write_text(str(self.pids))
+                jobs = d / "jobs"
+                jobs.mkdir(exist_ok=True)
+                for f in (jobs, jobs / "cgroup.procs", jobs / "tasks"):
+                    os.chown(f, UID, UID)
+        except OSError as exc:
+            self.remove()
+            raise SandboxError(f"per-job cgroups could not be made: {exc}") from exc
+
+    def args(self) -> list[str]:
+        """The front-end's flags: the parent and the bound `jobs` folders."""
+        binds = [
+            a
+            for ctrl, d in self.dirs.items()
+            for a in ("-v", f"{d / 'jobs'}:{AGENT_CGROUPS}/{ctrl}:rw")
+        ]
+        return ["--cgroup-parent", self.parent, *binds]
+
+    def remove(self) -> None:
+        """Remove the folders once the container is gone (best effort: what is left, e.g.
+        after the backend itself was killed, is logged here and holds no process)."""
+        # the front-end makes the parent in every hierarchy, not only in those made here
+        targets = list(self.dirs.values())
+        with contextlib.suppress(OSError):
+            others = [h / JOB_CGROUP_ROOT / self.name for h in CGROUP_V1.iterdir()]
+            targets += [d for d in others if d not in targets]
+        for d in targets:
+            # the sandboxes' leftover cgroups and the front-end's own (podman's conmon, whose
+            # process may take a moment to end after the container is removed) first
+            for attempt in range(30):
+                if not d.exists():
+                    break
+                for sub in sorted(d.rglob("*"), key=lambda q: len(q.parts), reverse=True):
+                    if sub.is_dir():
+                        with contextlib.suppress(OSError):
+                            sub.rmdir()
+                try:
+                    d.rmdir()
+                except OSError as exc:
+                    if attempt == 29:
+                        log.warning("judge container cgroup %s not removed: %s", d, exc)
+                    time.sleep(0.1)
 
 
 def _hardening(frontend: str) -> list[str]:
@@ -152,10 +257,18 @@ class _Container:
     hands each answer line to the request of its id."""
 
     def __init__(
-        self, argv: list[str], docker: str, name: str, frontend: str = "docker", jobs: int = 1
+        self,
+        argv: list[str],
+        docker: str,
+        name: str,
+        frontend: str = "docker",
+        jobs: int = 1,
+        cgroups: JobCgroups | None = None,
     ) -> None:
         #: the container's name: kept after it stops (no --rm) so its end can be inspected
         self.docker, self.name, self.frontend, self.jobs = docker, name, frontend, jobs
+        #: its per-job cgroups' folders on the host (removed with it)
+        self.cgroups = cgroups
         self._removing, self._removed, self._ended = threading.Lock(), False, ""
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -285,6 +398,8 @@ class _Container:
                 timeout=60,
                 check=False,
             )
+        if self.cgroups is not None:
+            self.cgroups.remove()
 
 
 class ContainerBackend(JobBackend):
@@ -402,8 +517,19 @@ class ContainerBackend(JobBackend):
             return None
         return frozenset(c.strip() for c in label.split(",") if c.strip())
 
-    def argv(self, name: str) -> list[str]:
+    def job_cgroups(self, name: str) -> JobCgroups | None:
+        """The per-job cgroups of container `name` (made), or None where this host and user
+        cannot have them (cgroup v2, rootless: the jobs then share the container's ceilings,
+        as `isolation["notes"]` says)."""
+        if self.uncapped or JobCgroups.unavailable(self.frontend):
+            return None
+        made = JobCgroups(name, self.memory_mb * self.jobs, self.pids * self.jobs)
+        made.create()
+        return made
+
+    def argv(self, name: str, cgroups: JobCgroups | None = None) -> list[str]:
         profile = write_profile(Path(self._profile_dir.name) / "seccomp.json")
+        agent_cgroups = ["--cgroups", AGENT_CGROUPS] if cgroups is not None else []
         return [
             self.docker, "run", "-i", "--name", name, "--runtime", self.runtime,
             "--network", "none", "--cap-drop", "ALL", "--read-only",
@@ -411,6 +537,7 @@ class ContainerBackend(JobBackend):
             "--security-opt", f"seccomp={profile}",
             *_hardening(self.frontend),
             "--user", f"{UID}:{UID}", *self._ceilings(),
+            *(cgroups.args() if cgroups is not None else []),
             "--tmpfs", _tmpfs(self.frontend, "/work", self.work_mb * self.jobs),
             "--tmpfs", _tmpfs(self.frontend, "/tmp", 64),
             "-v", f"{PACKAGE_DIR}:/opt/code-eval/code_eval_taskpack/execution:ro",
@@ -421,6 +548,7 @@ class ContainerBackend(JobBackend):
             self.image_id().removeprefix("sha256:") if self.frontend == "podman"
             else self.image_id(),
             "python3", "-m", "code_eval_taskpack.execution.agent", "--jobs", str(self.jobs),
+            *agent_cgroups,
         ]  # fmt: skip
 
     def _ceilings(self) -> list[str]:
@@ -456,7 +584,15 @@ class ContainerBackend(JobBackend):
                 return c
             self.check_frontend(policy)
             name = f"code-eval-judge-{uuid.uuid4().hex[:16]}"
-            c = _Container(self.argv(name), self.docker, name, self.frontend, self.jobs)
+            cgroups = self.job_cgroups(name)
+            try:
+                c = _Container(
+                    self.argv(name, cgroups), self.docker, name, self.frontend, self.jobs, cgroups
+                )
+            except BaseException:
+                if cgroups is not None:
+                    cgroups.remove()
+                raise
             with self._lock:
                 self._all.append(c)
             for _ in range(self.jobs - 1):  # its other slots
@@ -513,6 +649,9 @@ class ContainerBackend(JobBackend):
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
     ) -> Result:
+        oversized = oversized_source(job, runtime, input_limits)
+        if oversized is not None:  # the caller's bound: the agent knows only the default ones
+            return oversized
         c = self._acquire(policy)
         refusal = self._refusal(policy, c)
         if refusal:
@@ -580,6 +719,14 @@ class ContainerBackend(JobBackend):
         the front-end could not set them."""
         iso = result.isolation
         iso.update(c.layers)
+        iso["container_job_cgroups"] = c.cgroups is not None
+        if c.cgroups is None:
+            iso["notes"] = [
+                *(iso.get("notes") or []),
+                "no per-job cgroups in the container "
+                f"({JobCgroups.unavailable(self.frontend) or self.uncapped}): its jobs share its "
+                "memory ceiling, and a job's memory the sandbox does not sample can end them all",
+            ]
         absent = [name for name in CONTAINER_LAYERS if not c.layers[name]]
         missing = iso.get("missing")
         iso["missing"] = [*(missing if isinstance(missing, list) else []), *absent]

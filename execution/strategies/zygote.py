@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 class CPythonZygote:
-    """Applies with the switch on, to the registry's own run argv (a client's custom command or
+    """Applies with the switches on (`CODE_EVAL_ZYGOTE` and, for CPython, its own), to the registry's own run argv (a client's custom command or
     flags turn it off, as every speed-up), on a backend whose sessions are this host's sandbox,
     on a host with namespaces and cgroups (the sandbox init supervises the forked tests as cold
     ones); without a zygote binary for the runtime's interpreter every test stays cold."""
@@ -34,9 +34,13 @@ class CPythonZygote:
     name = "zygote"
     #: the zygote of an interpreter: (binary, "") or (None, why there is none)
     binary: Callable[[str], tuple[Path | None, str]] = staticmethod(cpython_zygote.zygote_binary)
+    #: whether the switches let it apply (CPython's own is off by default: README)
+    switched_on: Callable[[], bool] = staticmethod(cpython_zygote.cpython_enabled)
 
     def applies(self, runtime: Runtime, job: Job, host: Host) -> bool:
-        if not enabled() or config.current().classic_build or not host.backend.warm_starts():
+        if not self.switched_on() or config.current().classic_build:
+            return False
+        if not host.backend.warm_starts():
             return False
         if not catalog_commands(runtime):
             return False
@@ -63,6 +67,7 @@ class PyPyZygote(CPythonZygote):
 
     name = "pypy_zygote"
     binary = staticmethod(pypy_zygote.zygote_binary)
+    switched_on = staticmethod(enabled)
 
 
 class RubyZygote(CPythonZygote):
@@ -71,6 +76,7 @@ class RubyZygote(CPythonZygote):
 
     name = "ruby_zygote"
     binary = staticmethod(ruby_zygote.zygote_binary)
+    switched_on = staticmethod(enabled)
 
     def apply(self, plan: BuildPlan, runtime: Runtime, job: Job, host: Host) -> BuildPlan:
         if startup.PLACEHOLDER not in plan.values:  # the classic command: no prelude
