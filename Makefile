@@ -27,12 +27,16 @@ $(STAMP): setup.cfg pyproject.toml
 toolchains: $(TOOLCHAINS_STAMP)
 
 # apt runs again only when the package list changes; then the toolchains Debian lacks at
-# xCodeEval's versions (languages.toml [registry_toolchains]: JetBrains' Kotlin compiler) come
-# from their package registry, pinned by version and sha512 (an installed one is kept)
+# xCodeEval's versions (languages.toml [registry_toolchains]: JetBrains' Kotlin compiler, Node.js
+# 16.17.1) come from their package registry, pinned by version and sha512 (an installed one is
+# kept), fetched with npm: Debian's npm where the machine has none (a Node.js that bundles its
+# own npm conflicts with Debian's package)
 $(TOOLCHAINS_STAMP): execution/toolchains.txt execution/languages.toml
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
 		$$(grep -v '^#' execution/toolchains.txt)
+	command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+		--no-install-recommends npm
 	$(SUDO) $(PYTHON) -m execution.toolchains --install
 	@mkdir -p $(dir $@) && touch $@
 
