@@ -91,6 +91,8 @@ JOB_CGROUP_ROOT = "code-eval-judge"
 JOB_CGROUP_CONTROLLERS = ("memory", "pids", "cpuacct")
 #: where a container sees the folders delegated to its agent (one per controller)
 AGENT_CGROUPS = "/run/code-eval-cgroup"
+#: the captures' folder inside a container with per-job cgroups (`ContainerBackend._capture_area`)
+CAPTURE_DIR = "/run/code-eval-capture"
 
 
 class JobCgroups:
@@ -541,15 +543,30 @@ class ContainerBackend(JobBackend):
             "--tmpfs", _tmpfs(self.frontend, "/work", self.work_mb * self.jobs),
             "--tmpfs", _tmpfs(self.frontend, "/tmp", 64),
             "-v", f"{PACKAGE_DIR}:/opt/code-eval/code_eval_taskpack/execution:ro",
-            # the sandboxes' captured output (up to 64 MiB a stream) lives in TMPDIR: the work
-            # area, not the small /tmp, so an output flood is the local OUTPUT_LIMIT_EXCEEDED
-            "-e", "HOME=/work", "-e", "CODE_EVAL_CACHE=/work/.cache", "-e", "TMPDIR=/work",
+            # the sandboxes' captured output (up to 64 MiB a stream) lives in TMPDIR, not the
+            # small /tmp, so an output flood is the local OUTPUT_LIMIT_EXCEEDED
+            *self._capture_area(name, cgroups),
+            "-e", "HOME=/work", "-e", "CODE_EVAL_CACHE=/work/.cache",
             "-e", "PYTHONPATH=/opt/code-eval", "-w", "/work",
             self.image_id().removeprefix("sha256:") if self.frontend == "podman"
             else self.image_id(),
             "python3", "-m", "code_eval_taskpack.execution.agent", "--jobs", str(self.jobs),
             *agent_cgroups,
         ]  # fmt: skip
+
+    def _capture_area(self, name: str, cgroups: JobCgroups | None) -> list[str]:
+        """Where the container's sandboxes capture output (TMPDIR). With per-job cgroups the
+        program writing its output is charged for the pages it fills: on a tmpfs they cannot be
+        reclaimed, and a 64 MiB flood would end as MEMORY_LIMIT_EXCEEDED under a small limit
+        where the local backend (captures on disk) says OUTPUT_LIMIT_EXCEEDED. So there the
+        captures go to a folder of this host's disk, the container's own, bind-mounted; without
+        per-job cgroups they stay in the work area's tmpfs (charged to the container's ceiling)."""
+        if cgroups is None:
+            return ["-e", "TMPDIR=/work"]
+        folder = Path(self._profile_dir.name) / f"capture-{name}"
+        folder.mkdir(mode=0o700)
+        os.chown(folder, UID, UID)
+        return ["-v", f"{folder}:{CAPTURE_DIR}", "-e", f"TMPDIR={CAPTURE_DIR}"]
 
     def _ceilings(self) -> list[str]:
         """The container's pids and memory ceilings, or none where the front-end cannot set
