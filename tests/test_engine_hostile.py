@@ -479,7 +479,13 @@ def test_hostile_program(
     assert after.hello.verdict is Verdict.PASSED, f"engine unwell after {case_id}: {after.hello}"
     assert r.verdict in case.expect, describe(r)
     if os.geteuid() == 0 and toolchains_required():
-        assert not inactive_layers(r.isolation), f"inactive layers: {inactive_layers(r.isolation)}"
+        missing = inactive_layers(r.isolation)
+        if r.isolation.get("backend") == "container":
+            # the agent runs as the container's uid 10001, not root: its sandboxes' uid switch
+            # is the container's own unprivileged user, probed from inside
+            assert r.isolation.get("container_unprivileged_user"), r.isolation
+            missing = [layer for layer in missing if layer != "unprivileged_uid"]
+        assert not missing, f"inactive layers: {missing}"
     else:
         require(
             bool(r.isolation.get("pid_namespace") and r.isolation.get("fs_view")),
