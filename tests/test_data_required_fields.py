@@ -46,7 +46,6 @@ def copy(tmp_path: Path) -> Path:
     shutil.copytree(FIXTURES, target)
     xd._cached_jsonl.cache_clear()
     xd._problems.cache_clear()
-    xd._synthesis_problems.cache_clear()
     return target
 
 

@@ -449,10 +449,15 @@ def _problems(path: str, mtime: float) -> ProblemSet:
     return out
 
 
+def problem_set(path: Path) -> ProblemSet:
+    """A file of problem rows (`problem_descriptions.jsonl`, a program-synthesis file), read
+    once per file version (see `ProblemSet`); a src_uid may appear once."""
+    return _problems(str(path), path.stat().st_mtime)
+
+
 def load_problem_set(source: DataSource, needed_by: str) -> ProblemSet:
-    """`problem_descriptions.jsonl`, read once per file version (see `ProblemSet`)."""
-    path = source.path(PROBLEMS_FILE, needed_by)
-    problems = _problems(str(path), path.stat().st_mtime)
+    """`problem_descriptions.jsonl` of `source` (see `problem_set`), its odd rows logged."""
+    problems = problem_set(source.path(PROBLEMS_FILE, needed_by))
     problems.log(needed_by)
     return problems
 
@@ -755,32 +760,11 @@ def synthesis_rows(
             problems.path,
         )
     else:
-        problems = synthesis_problem_set(source.path(relpath, needed_by))
+        problems = problem_set(source.path(relpath, needed_by))
         problems.log(needed_by)
     report.files.append(problems.path)
     rows = [{"src_uid": uid} for uid in [*problems.usable, *problems.unusable]]
     return _attach_tests(rows, problems, source, report, needed_by, needs_limits), report
-
-
-def synthesis_problem_set(path: Path) -> ProblemSet:
-    """The problems of a program-synthesis file (rows are problems; a src_uid may appear once)."""
-    return _synthesis_problems(str(path), path.stat().st_mtime)
-
-
-@functools.lru_cache(maxsize=4)
-def _synthesis_problems(path: str, mtime: float) -> ProblemSet:
-    out = ProblemSet(path)
-    seen = datafiles.IdRegistry(path, "src_uid")
-    for lineno, row in enumerate(jsonl_rows(Path(path)), 1):
-        out.add_row(row, lineno, seen)
-    return out
-
-
-def synthesis_problems(path: Path) -> list[tuple[Mapping[str, Any], Problem]]:
-    """(row, problem) of the usable problems of a program-synthesis file."""
-    problems = synthesis_problem_set(path)
-    rows = {str(row.get("src_uid")): row for row in jsonl_rows(path)}
-    return [(rows[uid], problem) for uid, problem in problems.usable.items()]
 
 
 def problem_or_skip(

@@ -29,9 +29,8 @@ from typing import Any
 from code_eval_taskpack.execution.execeval_compat import EXECEVAL_LIMITS_BY_LANG
 from code_eval_taskpack.execution.execeval_compat import OUTCOMES as EXECEVAL_OUTCOMES
 from code_eval_taskpack.execution.languages import CLUSTER_RUNTIMES
-from code_eval_taskpack.utils.datafiles import IdRegistry
 from code_eval_taskpack.utils.metrics import pass_at_k
-from lm_eval_tasks.xcodeeval.data import ProblemSet, read_jsonl
+from lm_eval_tasks.xcodeeval.data import problem_set, read_jsonl
 
 #: the authors' `limits_by_lang.yaml`, as shipped (see ../shared/docs/EXECEVAL_RUNTIMES.md)
 LIMITS_BY_LANG: dict[str, dict[str, int]] = EXECEVAL_LIMITS_BY_LANG
@@ -232,11 +231,7 @@ def shared_samples(
 ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
     """The shared ChatGPT programs as eval_passk samples, and a unit-test database of the
     problems' public sample tests (`{"input", "output": [...]}` per test)."""
-    problem_set = ProblemSet(str(problems))
-    seen = IdRegistry(problems, "src_uid")
-    for lineno, row in enumerate(read_jsonl(problems), 1):
-        problem_set.add_row(row, lineno, seen)
-    db = {uid: p.sample_tests() for uid, p in problem_set.usable.items()}
+    db = {uid: p.sample_tests() for uid, p in problem_set(problems).usable.items()}
     samples = []
     for row in read_jsonl(predictions):
         samples.append(

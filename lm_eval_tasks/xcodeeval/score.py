@@ -183,9 +183,7 @@ def score_with_records(args: argparse.Namespace) -> tuple[dict[str, Any], list[d
     coverage: dict[str, Any] = {}
     split_file = xd.SYNTHESIS_FILES[args.split]
     if source.has(split_file):
-        split_uids = {
-            p.src_uid for _, p in xd.synthesis_problems(source.path(split_file, NEEDED_BY))
-        }
+        split_uids = set(xd.problem_set(source.path(split_file, NEEDED_BY)).usable)
         for cluster, by_uid in verdicts.items():
             coverage[cluster] = {
                 "missing_problems": len(split_uids - set(by_uid)),
