@@ -31,10 +31,10 @@ toolchains: $(TOOLCHAINS_STAMP)
 # 16.17.1) come from their package registry, pinned by version and sha512 (an installed one is
 # kept), fetched with npm: Debian's npm where the machine has none (a Node.js that bundles its
 # own npm conflicts with Debian's package)
-$(TOOLCHAINS_STAMP): execution/toolchains.txt execution/languages.toml
+$(TOOLCHAINS_STAMP): execution/languages/toolchains.txt execution/languages/languages.toml
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
-		$$(grep -v '^#' execution/toolchains.txt)
+		$$(grep -v '^#' execution/languages/toolchains.txt)
 	command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
 		--no-install-recommends npm
 	$(SUDO) $(PYTHON) -m execution.toolchains --install

@@ -9,9 +9,9 @@ import threading
 import time
 
 from code_eval_taskpack.execution import Engine, Job, TestCase
-from code_eval_taskpack.execution.backends.raycluster import RayBackend
-from code_eval_taskpack.execution.backends.remote import RemoteBackend
-from code_eval_taskpack.execution.server import make_server
+from code_eval_taskpack.execution.backends.ray.cluster import RayBackend
+from code_eval_taskpack.execution.backends.remote.client import RemoteBackend
+from code_eval_taskpack.execution.server.http import make_server
 
 N = 24
 

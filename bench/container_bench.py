@@ -9,7 +9,7 @@ import argparse
 import time
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, resolve
-from code_eval_taskpack.execution.backends.container import ContainerBackend
+from code_eval_taskpack.execution.backends.container.backend import ContainerBackend
 
 # {tag} makes every source distinct (no cache can serve one program from another)
 PYTHON = "# {tag}\na, b = map(int, input().split())\nprint(a + b)\n"

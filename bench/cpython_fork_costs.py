@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from code_eval_taskpack.execution.c_binary import c_compiler, compile_c  # noqa: E402
-from code_eval_taskpack.execution.cpython_zygote import embedding_flags  # noqa: E402
-from code_eval_taskpack.execution.languages import resolve  # noqa: E402
+from code_eval_taskpack.execution.languages.registry import resolve  # noqa: E402
+from code_eval_taskpack.execution.sandbox.c_binary import c_compiler, compile_c  # noqa: E402
+from code_eval_taskpack.execution.speedups.zygotes.cpython import embedding_flags  # noqa: E402
 
 SCRIPT = 'import sys\nprint(sum(map(int, "1 2 3".split())))\n'
 ARGS = ["-W", "ignore", "-OO", "-s", "-S", "main.py"]

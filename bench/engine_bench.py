@@ -33,9 +33,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from code_eval_taskpack.execution.cache import ResultCache
-from code_eval_taskpack.execution.engine import Engine
-from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.execution.caches.results import ResultCache
+from code_eval_taskpack.execution.judge.engine import Engine
+from code_eval_taskpack.execution.languages.registry import resolve
 from code_eval_taskpack.execution.types import Job, Result, TestCase, Verdict
 
 HELLO_C = '#include <stdio.h>\nint main(void){char s[64];if(scanf("%63s",s)==1)printf("%s\\n",s);return 0;}\n'
@@ -221,7 +221,7 @@ BIG_PRINTER_C = textwrap.dedent(
 _RSS_SCRIPT = textwrap.dedent(
     """
     import json, resource, sys
-    from code_eval_taskpack.execution.engine import Engine
+    from code_eval_taskpack.execution.judge.engine import Engine
     from code_eval_taskpack.execution.types import Job, TestCase
     source, workers = sys.argv[1], int(sys.argv[2])
     tests = (TestCase("", ("1d 1d",)), TestCase("", ("1d " * 16 + "x",)))

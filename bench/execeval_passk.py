@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from code_eval_taskpack.execution.server import make_server
+from code_eval_taskpack.execution.server.http import make_server
 from lm_eval_tasks.xcodeeval.execeval_client import ExecEvalClient, evaluate, shared_samples
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"

@@ -214,8 +214,8 @@ def run_batch(
 def floor_costs(languages: Sequence[str], reps: int = 3) -> dict[str, dict[str, float]]:
     """Per language: median CPU and wall seconds of a bare compile and a bare run of hello
     world (the registry's own command lines, `subprocess.run`, no sandbox)."""
-    from code_eval_taskpack.execution.languages import resolve
-    from code_eval_taskpack.execution.runner import source_layout
+    from code_eval_taskpack.execution.languages.registry import resolve
+    from code_eval_taskpack.execution.run.runner import source_layout
 
     out: dict[str, dict[str, float]] = {}
     for lang in languages:

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.execution.languages.registry import resolve
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -72,8 +72,8 @@ import judge_workload as wl  # noqa: E402
 import process_cpu  # noqa: E402
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, resolve  # noqa: E402
-from code_eval_taskpack.execution.backends.container import ContainerBackend  # noqa: E402
-from code_eval_taskpack.execution.backends.raycluster import RayBackend  # noqa: E402
+from code_eval_taskpack.execution.backends.container.backend import ContainerBackend  # noqa: E402
+from code_eval_taskpack.execution.backends.ray.cluster import RayBackend  # noqa: E402
 from code_eval_taskpack.execution.types import Result  # noqa: E402
 
 PROBLEMS, LANGUAGES, SAMPLES = 952, 11, 20

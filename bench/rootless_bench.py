@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from code_eval_taskpack.execution import cgroups, host_probe
 from code_eval_taskpack.execution.limits import Limits
-from code_eval_taskpack.execution.sandbox import NS_SAMPLE_MS, Sandbox
+from code_eval_taskpack.execution.sandbox import cgroups, host_probe
+from code_eval_taskpack.execution.sandbox.command import NS_SAMPLE_MS, Sandbox
 
 QUICK_C = "int main(void) { return 0; }\n"
 SLEEPERS_C = r"""

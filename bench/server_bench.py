@@ -25,8 +25,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from code_eval_taskpack.execution.languages import resolve
-from code_eval_taskpack.execution.server import ExecServer, make_server
+from code_eval_taskpack.execution.languages.registry import resolve
+from code_eval_taskpack.execution.server.http import ExecServer, make_server
 
 PROGRAM = '#include <stdio.h>\nint main(void){int n;if(scanf("%d",&n)!=1)return 1;printf("%d\\n",n);return 0;}\n'
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from code_eval_taskpack.execution.config import EngineConfig
-from code_eval_taskpack.execution.engine import Engine
+from code_eval_taskpack.execution.judge.engine import Engine
 from code_eval_taskpack.execution.types import Job, Result, TestCase, Verdict
 
 HERE = Path(__file__).resolve().parent

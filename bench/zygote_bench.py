@@ -35,11 +35,13 @@ import judge_workload  # noqa: E402
 
 from code_eval_taskpack.execution import Job, TestCase, config  # noqa: E402
 from code_eval_taskpack.execution.backends.local import LocalBackend  # noqa: E402
-from code_eval_taskpack.execution.languages import resolve  # noqa: E402
+from code_eval_taskpack.execution.languages.registry import resolve  # noqa: E402
 from code_eval_taskpack.execution.limits import Limits  # noqa: E402
-from code_eval_taskpack.execution.runner import judge_with, source_layout  # noqa: E402
-from code_eval_taskpack.execution.sandbox import Sandbox, SharedFolder, default_env  # noqa: E402
-from code_eval_taskpack.execution.strategies import Host, build_plan  # noqa: E402
+from code_eval_taskpack.execution.run.runner import judge_with, source_layout  # noqa: E402
+from code_eval_taskpack.execution.sandbox.command import Sandbox  # noqa: E402
+from code_eval_taskpack.execution.sandbox.outcome import default_env  # noqa: E402
+from code_eval_taskpack.execution.sandbox.view import SharedFolder  # noqa: E402
+from code_eval_taskpack.execution.speedups import Host, build_plan  # noqa: E402
 
 LIMITS = Limits(cpu_s=2, wall_s=10, memory_mb=256)
 PYTHON_SRC = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"

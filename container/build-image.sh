@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the judge image without any registry: a Debian 12 root file system made by debootstrap
 # from the archive this machine's apt uses (read from its sources now, never stored in the repo),
-# the toolchains of execution/toolchains.txt installed inside (LANGS=C,Python,... a subset by
+# the toolchains of execution/languages/toolchains.txt installed inside (LANGS=C,Python,... a subset by
 # language cluster), python3 for the agent, then `docker import`.
 #
 # Identity: code-eval-judge:<sha256 of the installed package manifest + this script>, also tagged
@@ -46,7 +46,7 @@ fi
 if [ -n "$LANGS" ]; then
     PACKAGES=$(python3 - "$LANGS" <<'PY'
 import sys, tomllib
-reg = tomllib.load(open("execution/languages.toml", "rb"))
+reg = tomllib.load(open("execution/languages/languages.toml", "rb"))
 wanted = [c.strip() for c in sys.argv[1].split(",") if c.strip()]
 unknown = [c for c in wanted if c not in reg["clusters"]]
 if unknown:
@@ -56,7 +56,7 @@ print(" ".join(dict.fromkeys(pkgs)))
 PY
 )
 else
-    PACKAGES=$(grep -v '^#' execution/toolchains.txt | tr '\n' ' ')
+    PACKAGES=$(grep -v '^#' execution/languages/toolchains.txt | tr '\n' ' ')
 fi
 # the agent (python3) and the sandbox launcher (gcc, libseccomp) are always inside
 PACKAGES=$(echo "$PACKAGES python3 gcc libc6-dev libseccomp-dev" | tr ' ' '\n' | sed '/^$/d' | sort -u | tr '\n' ' ')
@@ -64,7 +64,7 @@ PACKAGES=$(echo "$PACKAGES python3 gcc libc6-dev libseccomp-dev" | tr ' ' '\n' |
 # copied from the host, where `make toolchains` installed and checked them: "HOME SHA512" lines
 FETCHED=$(python3 - "${LANGS:-}" <<'PY'
 import sys, tomllib
-reg = tomllib.load(open("execution/languages.toml", "rb"))
+reg = tomllib.load(open("execution/languages/languages.toml", "rb"))
 wanted = [c.strip() for c in sys.argv[1].split(",") if c.strip()] or list(reg["clusters"])
 names = {rt["registry_toolchain"] for rt in reg["runtimes"].values()
          if rt["cluster"] in wanted and rt.get("registry_toolchain")}

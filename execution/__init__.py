@@ -4,7 +4,7 @@ Public API: `Engine` (judge / judge_many), the data model (`Job`, `TestCase`, `R
 `Verdict`), `resolve` (language name -> runtime) and `ENGINE_VERSION`. The names are loaded on
 first use, so importing a light submodule (e.g. `execution.errors`) does not load the engine.
 The Debian packages the runtimes need are listed in `toolchains.txt` (used by `make toolchains`,
-generated from `languages.toml` by `python -m code_eval_taskpack.execution.toolchains`).
+generated from `languages.toml` by `python -m code_eval_taskpack.execution.languages.toolchains`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .engine import Engine
-    from .languages import Runtime, UnknownLanguageError, resolve, runtimes
+    from .judge.engine import Engine
+    from .languages.registry import Runtime, UnknownLanguageError, resolve, runtimes
     from .types import CompileResult, Job, Result, TestCase, TestResult, Verdict
     from .version import ENGINE_VERSION
 
@@ -22,16 +22,16 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "ENGINE_VERSION": ".version",
     "CompileResult": ".types",
-    "Engine": ".engine",
+    "Engine": ".judge.engine",
     "Job": ".types",
     "Result": ".types",
-    "Runtime": ".languages",
+    "Runtime": ".languages.registry",
     "TestCase": ".types",
     "TestResult": ".types",
-    "UnknownLanguageError": ".languages",
+    "UnknownLanguageError": ".languages.registry",
     "Verdict": ".types",
-    "resolve": ".languages",
-    "runtimes": ".languages",
+    "resolve": ".languages.registry",
+    "runtimes": ".languages.registry",
 }
 
 

@@ -1,5 +1,5 @@
 """`code-exec ...` (see execution.cli)."""
 
-from .cli import main
+from .cli.main import main
 
 raise SystemExit(main())

@@ -80,7 +80,7 @@ COMPILE_LIMITS = Limits(
 @dataclass(frozen=True)
 class RunOverrides:
     """Per-job replacements of a test's limits, for requests that carry ExecEval's resource
-    limits (`execution/execeval_compat.py`); None keeps the engine's own value."""
+    limits (`execution/execeval/compat.py`); None keeps the engine's own value."""
 
     cpu_s: float | None = None  # CPU limit of a test instead of time limit x time factor
     wall_s: float | None = None

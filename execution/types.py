@@ -110,7 +110,7 @@ class CompileResult:
     stderr: str = ""
     cached: bool = False
     detail: str = ""
-    # compiled by a warm compiler (execution/warm_compiler.py): `time_s` is then the compile
+    # compiled by a warm compiler (execution/speedups/warm_compiler.py): `time_s` is then the compile
     # thread's CPU time (no per-program cgroup), `wall_s` its wall time
     warm: bool = False
     wall_s: float | None = None

@@ -36,7 +36,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         ("exec",),
-        "code_eval_taskpack.execution.cli:main",
+        "code_eval_taskpack.execution.cli.main:main",
         "the execution engine: run, batch, serve, doctor (also `code-exec`)",
     ),
     Command(

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from code_eval_taskpack.execution.cli import add_backend_options, backend_options
+from code_eval_taskpack.execution.cli.main import add_backend_options, backend_options
 from code_eval_taskpack.utils import datafiles
 from code_eval_taskpack.utils.errors import DataError
 from code_eval_taskpack.utils.metrics import INFRA_ERROR

@@ -10,8 +10,8 @@ import threading
 from collections.abc import Callable, Iterator
 
 from code_eval_taskpack.execution.backends import Backend, get_backend
-from code_eval_taskpack.execution.backends.remote import RemoteBackend
-from code_eval_taskpack.execution.server import make_server
+from code_eval_taskpack.execution.backends.remote.client import RemoteBackend
+from code_eval_taskpack.execution.server.http import make_server
 from tests.conftest import require
 
 
@@ -55,8 +55,8 @@ def _ray() -> Iterator[Backend]:
 @contextlib.contextmanager
 def _container() -> Iterator[Backend]:
     """Warm containers of the judge image (`make image`; CI builds one of C and Python)."""
-    from code_eval_taskpack.execution.backends.container import ContainerBackend
-    from code_eval_taskpack.execution.sandbox import SandboxError
+    from code_eval_taskpack.execution.backends.container.backend import ContainerBackend
+    from code_eval_taskpack.execution.isolation import SandboxError
 
     backend = ContainerBackend()
     try:

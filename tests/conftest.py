@@ -32,7 +32,7 @@ settings.register_profile("dev", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 if TYPE_CHECKING:
-    from code_eval_taskpack.execution.languages import Runtime
+    from code_eval_taskpack.execution.languages.registry import Runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 
 from code_eval_taskpack.execution import Result
-from code_eval_taskpack.execution.sandbox import inactive_layers
+from code_eval_taskpack.execution.isolation import inactive_layers
 
 LUCKY_SRC_UID = "f1b43baa14d4c262ba616d892525dfde"
 

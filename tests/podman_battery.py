@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
-from code_eval_taskpack.execution.backends.container import ContainerBackend
+from code_eval_taskpack.execution.backends.container.backend import ContainerBackend
 from code_eval_taskpack.execution.isolation import CONTAINER_LAYERS
 from tests.engine_programs import HELLO, LUCKY, describe, wrong
 

@@ -16,7 +16,7 @@ from code_eval_taskpack.execution.backends import (
     register_backend,
 )
 from code_eval_taskpack.execution.limits import Limits
-from code_eval_taskpack.execution.sandbox import CommandOutcome
+from code_eval_taskpack.execution.sandbox.outcome import CommandOutcome
 
 
 @dataclass

@@ -15,10 +15,13 @@ from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, TestCase, host_probe, pch
+from code_eval_taskpack.execution import Engine, Job, TestCase
 from code_eval_taskpack.execution.backends.local import LocalBackend
-from code_eval_taskpack.execution.cache import ResultCache, cache_root
-from code_eval_taskpack.execution.host_probe import HostIsolation, host_isolation
+from code_eval_taskpack.execution.caches.files import cache_root
+from code_eval_taskpack.execution.caches.results import ResultCache
+from code_eval_taskpack.execution.sandbox import host_probe
+from code_eval_taskpack.execution.sandbox.host_probe import HostIsolation, host_isolation
+from code_eval_taskpack.execution.speedups import pch
 from code_eval_taskpack.execution.types import Verdict
 from tests.conftest import require, require_runtime
 

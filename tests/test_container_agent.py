@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import Job, TestCase, agent, pch
+from code_eval_taskpack.execution import Job, TestCase
+from code_eval_taskpack.execution.backends.container import agent
 from code_eval_taskpack.execution.config import BY_FIELD
+from code_eval_taskpack.execution.speedups import pch
 from code_eval_taskpack.execution.types import job_to_dict
 from tests.conftest import require_runtime
 from tests.engine_programs import HELLO
@@ -74,7 +76,7 @@ def test_jobs_at_once_are_answered_under_their_ids() -> None:
         {"id": 4, "job": {"language": "C"}},
     ]
     proc = subprocess.run(
-        [sys.executable, "-m", "code_eval_taskpack.execution.agent", "--jobs", "2"],
+        [sys.executable, "-m", "code_eval_taskpack.execution.backends.container.agent", "--jobs", "2"],
         input="".join(json.dumps(line) + "\n" for line in lines) + "not json\n",
         capture_output=True, text=True, timeout=300, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},

@@ -23,9 +23,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from code_eval_taskpack.execution import textstream
-from code_eval_taskpack.execution.compare import outputs_match, token_equal, tokenize
-from code_eval_taskpack.execution.execeval_compare import execeval_tokens_equal
+from code_eval_taskpack.execution.execeval.compare import execeval_tokens_equal
+from code_eval_taskpack.execution.run import textstream
+from code_eval_taskpack.execution.run.compare import outputs_match, token_equal, tokenize
 from tests.conftest import ROOT, require_runtime
 
 # ----------------------------------------------------------------------------------------------
@@ -316,7 +316,7 @@ def test_bad_numbers_in_a_batch_exit_2_naming_file_line_and_field(tmp_path: Path
     """Every bad number, one run: each line is checked by the parser the batch uses, and the
     CLI stops with exit code 2 at the first one (a separate run per value would be slow)."""
     from code_eval_taskpack.execution.errors import DataError
-    from code_eval_taskpack.execution.jobfile import job_from_record
+    from code_eval_taskpack.execution.judge.jobfile import job_from_record
 
     for field, value in BAD_NUMBERS:
         with pytest.raises(DataError) as info:
@@ -362,8 +362,8 @@ def test_deeply_nested_tests_file_and_bad_run_flags_exit_2(tmp_path: Path) -> No
 
 
 def test_api_rejects_bad_numbers_before_running() -> None:
-    from code_eval_taskpack.execution.engine import Engine
     from code_eval_taskpack.execution.inputs import InvalidJob
+    from code_eval_taskpack.execution.judge.engine import Engine
     from code_eval_taskpack.execution.types import Job, TestCase
 
     engine = Engine(workers=1)
@@ -390,8 +390,8 @@ def test_stack_limit_follows_the_bounded_memory_limit() -> None:
 
 
 def test_source_over_the_limit_is_a_compilation_error_naming_it() -> None:
-    from code_eval_taskpack.execution.engine import Engine
     from code_eval_taskpack.execution.inputs import InputLimits
+    from code_eval_taskpack.execution.judge.engine import Engine
     from code_eval_taskpack.execution.types import Job, TestCase, Verdict
 
     require_runtime("Python 3")
@@ -412,10 +412,10 @@ def test_source_over_the_limit_is_a_compilation_error_naming_it() -> None:
 
 
 def test_tests_over_their_limits_are_the_callers_error() -> None:
-    from code_eval_taskpack.execution.engine import Engine
     from code_eval_taskpack.execution.errors import DataError
     from code_eval_taskpack.execution.inputs import InputLimits, InvalidJob
-    from code_eval_taskpack.execution.jobfile import job_from_record, parse_tests
+    from code_eval_taskpack.execution.judge.engine import Engine
+    from code_eval_taskpack.execution.judge.jobfile import job_from_record, parse_tests
     from code_eval_taskpack.execution.types import Job, TestCase
 
     many = [{"input": "", "output": ["1"]}] * 10_001
@@ -442,8 +442,8 @@ def test_a_100_mb_expected_output_is_within_the_default_limits() -> None:
     cache key is computed without serialising it (no copy several times its size)."""
     import tracemalloc
 
-    from code_eval_taskpack.execution.cache import job_key
-    from code_eval_taskpack.execution.jobfile import parse_tests
+    from code_eval_taskpack.execution.caches.results import job_key
+    from code_eval_taskpack.execution.judge.jobfile import parse_tests
 
     expected = "7 " * (50 * 1000 * 1000)
     tests = parse_tests([{"input": "", "output": [expected]}], "in.jsonl")
@@ -476,7 +476,7 @@ def test_server_answers_400_naming_the_field(tmp_path: Path) -> None:
     import http.client
     import threading
 
-    from code_eval_taskpack.execution.server import make_server
+    from code_eval_taskpack.execution.server.http import make_server
 
     srv = make_server("127.0.0.1", 0, workers=1)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
@@ -575,7 +575,7 @@ RUNTIME_CHATTER = {
 
 @pytest.mark.parametrize("language", sorted(RUNTIME_CHATTER))
 def test_runtime_messages_never_reach_the_judged_stdout(language: str) -> None:
-    from code_eval_taskpack.execution.engine import Engine
+    from code_eval_taskpack.execution.judge.engine import Engine
     from code_eval_taskpack.execution.types import Job, TestCase, Verdict
 
     require_runtime(language)
@@ -628,7 +628,7 @@ _job_fields = st.fixed_dictionaries(
 def test_job_parser_fuzz(record: Any) -> None:
     from code_eval_taskpack.execution.errors import DataError
     from code_eval_taskpack.execution.inputs import validate_job
-    from code_eval_taskpack.execution.jobfile import job_from_record
+    from code_eval_taskpack.execution.judge.jobfile import job_from_record
 
     try:
         job = job_from_record(record, "fuzz.jsonl", 1)
@@ -644,8 +644,8 @@ def test_tests_file_and_jsonl_parsers_fuzz(
     tmp_path_factory: pytest.TempPathFactory, data: bytes
 ) -> None:
     from code_eval_taskpack.execution.errors import DataError
-    from code_eval_taskpack.execution.jobfile import read_tests_file
-    from code_eval_taskpack.execution.jsonl import iter_jsonl
+    from code_eval_taskpack.execution.judge.jobfile import read_tests_file
+    from code_eval_taskpack.execution.judge.jsonl import iter_jsonl
 
     path = tmp_path_factory.getbasetemp() / "fuzz.json"
     path.write_bytes(data)

@@ -18,11 +18,11 @@ from code_eval_taskpack.execution.backends import (
     get_backend,
     register_backend,
 )
-from code_eval_taskpack.execution.cache import ResultCache, job_key
-from code_eval_taskpack.execution.cli import main as cli_main
-from code_eval_taskpack.execution.engine import Engine
-from code_eval_taskpack.execution.languages import resolve
-from code_eval_taskpack.execution.runner import judge_with
+from code_eval_taskpack.execution.caches.results import ResultCache, job_key
+from code_eval_taskpack.execution.cli.main import main as cli_main
+from code_eval_taskpack.execution.judge.engine import Engine
+from code_eval_taskpack.execution.languages.registry import resolve
+from code_eval_taskpack.execution.run.runner import judge_with
 from code_eval_taskpack.execution.types import Job, TestCase, Verdict
 from tests.recording_backend import RecordingBackend
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from code_eval_taskpack.execution import Engine, Job, TestCase
-from code_eval_taskpack.execution.languages import CLASSIC_ENV, load_registry
+from code_eval_taskpack.execution.languages.registry import CLASSIC_ENV, load_registry
 from tests.conftest import require_runtime
 from tests.engine_programs import LUCKY, wrong
 

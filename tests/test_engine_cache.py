@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import code_eval_taskpack.execution.cache as cache_mod
-from code_eval_taskpack.execution.cache import ResultCache, default_cache_dir, job_key
+import code_eval_taskpack.execution.caches.results as cache_mod
+from code_eval_taskpack.execution.caches.files import default_cache_dir
+from code_eval_taskpack.execution.caches.results import ResultCache, job_key
 from code_eval_taskpack.execution.types import CompileResult, Job, Result, Verdict
 from code_eval_taskpack.execution.types import TestCase as Case
 from code_eval_taskpack.execution.types import TestResult as CaseResult

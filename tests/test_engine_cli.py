@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution import cli
-from code_eval_taskpack.execution.jobfile import job_from_record, read_jobs
+from code_eval_taskpack.execution.cli import main as cli
+from code_eval_taskpack.execution.judge.jobfile import job_from_record, read_jobs
 from code_eval_taskpack.utils.errors import DataError
 from tests.conftest import ROOT, require, require_runtime, write_jsonl
 from tests.engine_programs import ADD_PY
@@ -348,7 +348,7 @@ def test_batch_resumes_after_sigkill(tmp_path: Path) -> None:
 def test_engine_failures_are_reported_and_not_cached(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import code_eval_taskpack.execution.engine as engine_mod
+    import code_eval_taskpack.execution.judge.engine as engine_mod
     from code_eval_taskpack.execution.backends import get_backend
 
     def broken(*args: object, **kwargs: object) -> None:
@@ -371,8 +371,8 @@ def test_engine_failures_are_reported_and_not_cached(
 
 
 def test_doctor_lists_runtimes_and_isolation_layers() -> None:
-    from code_eval_taskpack.execution.languages import runtimes
-    from code_eval_taskpack.execution.sandbox import LAYERS
+    from code_eval_taskpack.execution.isolation import LAYERS
+    from code_eval_taskpack.execution.languages.registry import runtimes
 
     proc = _cli("doctor")
     assert proc.returncode == 0, proc.stderr
@@ -422,7 +422,7 @@ def test_builtin_progress_bar_without_tqdm(monkeypatch: pytest.MonkeyPatch) -> N
     import builtins
     import io
 
-    from code_eval_taskpack.execution.progress import Progress
+    from code_eval_taskpack.execution.judge.progress import Progress
 
     real_import = builtins.__import__
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from code_eval_taskpack.execution.compare import MODES, outputs_match, tokenize
-from code_eval_taskpack.execution.execeval_compare import execeval_tokens_equal, parse_mpfr
+from code_eval_taskpack.execution.execeval.compare import execeval_tokens_equal, parse_mpfr
+from code_eval_taskpack.execution.run.compare import MODES, outputs_match, tokenize
 from tests.conftest import require
 
 # --------------------------------------------------------------------------------------------

@@ -10,24 +10,20 @@ from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution import (
-    cache,
-    class_data,
-    cpython_zygote,
-    go_direct,
-    languages,
-    pch,
-    warm_compiler,
-)
 from code_eval_taskpack.execution.backends.local import LocalBackend
+from code_eval_taskpack.execution.caches import files as cache
 from code_eval_taskpack.execution.config import (
     SWITCHES,
     EngineConfig,
     current,
     parse,
 )
-from code_eval_taskpack.execution.engine import Engine
-from code_eval_taskpack.execution.languages import Runtime
+from code_eval_taskpack.execution.judge.engine import Engine
+from code_eval_taskpack.execution.languages import registry as languages
+from code_eval_taskpack.execution.languages.registry import Runtime
+from code_eval_taskpack.execution.speedups import go_direct, pch, warm_compiler
+from code_eval_taskpack.execution.speedups import jvm_cds as class_data
+from code_eval_taskpack.execution.speedups.zygotes import cpython as cpython_zygote
 from code_eval_taskpack.execution.types import Job, Result, TestCase, Verdict
 
 BOOLEANS = [s for s in SWITCHES if s.kind is bool]
@@ -140,9 +136,9 @@ def test_speedups_sent_with_a_job_are_validated() -> None:
 def test_import_with_bad_values_does_not_fail() -> None:
     env = {**os.environ, **{s.env: "not-a-value" for s in SWITCHES if s.kind is not Path}}
     code = (
-        "import code_eval_taskpack.execution as e, code_eval_taskpack.execution.warm_compiler, "
-        "code_eval_taskpack.execution.pch, code_eval_taskpack.execution.go_direct, "
-        "code_eval_taskpack.execution.engine\n"
+        "import code_eval_taskpack.execution as e, code_eval_taskpack.execution.speedups.warm_compiler, "
+        "code_eval_taskpack.execution.speedups.pch, code_eval_taskpack.execution.speedups.go_direct, "
+        "code_eval_taskpack.execution.judge.engine\n"
         "from code_eval_taskpack.execution import pch\n"
         "try:\n    pch.enabled()\nexcept ValueError as exc:\n    print(exc)\n"
     )
@@ -234,9 +230,9 @@ def test_a_judge_server_takes_the_drivers_speedups_and_only_those(
     import json
     import threading
 
-    from code_eval_taskpack.execution.backends.remote import RemoteBackend
-    from code_eval_taskpack.execution.backends.remote_protocol import job_to_wire
-    from code_eval_taskpack.execution.server import make_server
+    from code_eval_taskpack.execution.backends.remote.client import RemoteBackend
+    from code_eval_taskpack.execution.backends.remote.protocol import job_to_wire
+    from code_eval_taskpack.execution.server.http import make_server
 
     monkeypatch.setenv("CODE_EVAL_PCH", "1")
     monkeypatch.setenv("CODE_EVAL_WARM_COMPILERS", "1")
@@ -271,8 +267,8 @@ def test_a_judge_server_takes_the_drivers_speedups_and_only_those(
 def test_a_ray_node_takes_the_drivers_speedups_and_only_those(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from code_eval_taskpack.execution.backends import ray_node
-    from code_eval_taskpack.execution.backends.ray_node import NodeJudge
+    from code_eval_taskpack.execution.backends.ray import node as ray_node
+    from code_eval_taskpack.execution.backends.ray.node import NodeJudge
     from code_eval_taskpack.execution.inputs import DEFAULT_INPUT_LIMITS
 
     # the node's name comes from Ray (seconds to import); the judging under test does not

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
-from code_eval_taskpack.execution.backends.container import ContainerBackend, JobCgroups
+from code_eval_taskpack.execution.backends.container.backend import ContainerBackend, JobCgroups
 from tests.backend_params import BACKENDS
 from tests.conftest import require
 from tests.engine_programs import HELLO, LUCKY, describe, wrong

@@ -22,22 +22,18 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict, host_probe
-from code_eval_taskpack.execution import sandbox as sandbox_mod
+from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
 from code_eval_taskpack.execution.backends import local as local_backend
-from code_eval_taskpack.execution.cache import cache_root
-from code_eval_taskpack.execution.cli import main as cli_main
-from code_eval_taskpack.execution.fstree import chown_tree, remove_tree
-from code_eval_taskpack.execution.host_probe import HostIsolation, host_isolation
+from code_eval_taskpack.execution.caches.files import cache_root
+from code_eval_taskpack.execution.cli.main import main as cli_main
+from code_eval_taskpack.execution.isolation import REQUIRED_LAYERS, IsolationRefused, SandboxError
 from code_eval_taskpack.execution.limits import Limits
-from code_eval_taskpack.execution.sandbox import (
-    REQUIRED_LAYERS,
-    IsolationRefused,
-    Sandbox,
-    SandboxError,
-    run_command,
-)
-from code_eval_taskpack.execution.sandbox_launcher import launcher_binary
+from code_eval_taskpack.execution.sandbox import command as sandbox_mod
+from code_eval_taskpack.execution.sandbox import host_probe
+from code_eval_taskpack.execution.sandbox.command import Sandbox, run_command
+from code_eval_taskpack.execution.sandbox.fstree import chown_tree, remove_tree
+from code_eval_taskpack.execution.sandbox.host_probe import HostIsolation, host_isolation
+from code_eval_taskpack.execution.sandbox.launcher import launcher_binary
 from tests.conftest import ROOT, require, require_binary, require_runtime
 
 PY = "/usr/bin/python3"
@@ -168,7 +164,7 @@ def test_namespace_start_failing_after_the_probe_is_an_error(
 def test_cgroup_failing_after_the_probe_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """On a host whose probe made a cgroup, a later failure to make one is the job's error, not
     a run limited by an address-space rlimit instead."""
-    from code_eval_taskpack.execution import cgroups
+    from code_eval_taskpack.execution.sandbox import cgroups
 
     host = host_isolation()
     require(host.cgroups, f"no usable cgroups here: {host.cgroup_detail}")

@@ -23,19 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import (
-    Engine,
-    Job,
-    Result,
-    TestCase,
-    Verdict,
-    cgroups,
-    resolve,
-    sandbox_uids,
-    warm_compiler,
-)
+from code_eval_taskpack.execution import Engine, Job, Result, TestCase, Verdict, resolve
+from code_eval_taskpack.execution.isolation import inactive_layers
 from code_eval_taskpack.execution.limits import run_limits
-from code_eval_taskpack.execution.sandbox import inactive_layers, probe_isolation
+from code_eval_taskpack.execution.sandbox import cgroups
+from code_eval_taskpack.execution.sandbox import uids as sandbox_uids
+from code_eval_taskpack.execution.sandbox.command import probe_isolation
+from code_eval_taskpack.execution.speedups import warm_compiler
 from tests.conftest import not_held_by_backend, require, require_runtime, toolchains_required
 from tests.engine_programs import HELLO, describe
 
@@ -441,7 +435,7 @@ RECORDED_BACKENDS = ("local", "recording")
 
 def job_cgroups_expected() -> bool:
     """Whether the container backend makes per-job cgroups here (root on cgroup v1)."""
-    from code_eval_taskpack.execution.backends.container import JobCgroups
+    from code_eval_taskpack.execution.backends.container.backend import JobCgroups
 
     return not JobCgroups.unavailable("docker")
 

@@ -17,7 +17,7 @@ from code_eval_taskpack.execution import (
     Verdict,
     resolve,
 )
-from code_eval_taskpack.execution.languages import (
+from code_eval_taskpack.execution.languages.registry import (
     CLUSTERS,
     accepted_names,
     cluster_runtime,
@@ -137,7 +137,7 @@ def test_engine_refuses_unknown_language_before_judging() -> None:
 
 
 def test_registry_rejects_duplicate_names(tmp_path: Path) -> None:
-    from code_eval_taskpack.execution.languages import load_registry
+    from code_eval_taskpack.execution.languages.registry import load_registry
 
     bad = tmp_path / "reg.toml"
     bad.write_text(
@@ -172,7 +172,7 @@ def test_missing_toolchain_is_unavailable_and_infra_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from code_eval_taskpack.execution.backends import get_backend
-    from code_eval_taskpack.execution.languages import load_registry
+    from code_eval_taskpack.execution.languages.registry import load_registry
 
     reg = tmp_path / "reg.toml"
     reg.write_text(
@@ -303,7 +303,8 @@ def test_python2_runtimes_say_why_they_are_missing(
     import argparse
     import dataclasses
 
-    from code_eval_taskpack.execution import cli, languages
+    from code_eval_taskpack.execution.cli import main as cli
+    from code_eval_taskpack.execution.languages import registry as languages
 
     real = resolve(name)
     missing = dataclasses.replace(

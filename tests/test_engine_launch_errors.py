@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 from code_eval_taskpack.execution import Job, TestCase, Verdict
-from code_eval_taskpack.execution import sandbox as sandbox_mod
 from code_eval_taskpack.execution.backends.local import LocalBackend
-from code_eval_taskpack.execution.cache import ResultCache
-from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.execution.caches.results import ResultCache
+from code_eval_taskpack.execution.languages.registry import resolve
 from code_eval_taskpack.execution.limits import Limits
-from code_eval_taskpack.execution.runner import judge_with, no_runnable_program
-from code_eval_taskpack.execution.sandbox import CommandOutcome, Sandbox
+from code_eval_taskpack.execution.run.runner import judge_with, no_runnable_program
+from code_eval_taskpack.execution.sandbox import command as sandbox_mod
+from code_eval_taskpack.execution.sandbox.command import Sandbox
+from code_eval_taskpack.execution.sandbox.outcome import CommandOutcome
 from tests.conftest import require, require_binary, require_runtime
 from tests.engine_programs import HELLO
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, TestCase, pch
+from code_eval_taskpack.execution import Engine, Job, TestCase
+from code_eval_taskpack.execution.speedups import pch
 from tests.conftest import require_runtime
 
 HEAD = "#include <iostream>\n\n#include <vector>\n#include <algorithm>\n"

@@ -23,14 +23,13 @@ from typing import Any
 import pytest
 
 from code_eval_taskpack.execution import Engine
-from code_eval_taskpack.execution.backends.container import (
+from code_eval_taskpack.execution.backends.container.backend import (
     CEILING_LAYERS,
     ContainerBackend,
     podman_refusal,
 )
-from code_eval_taskpack.execution.isolation import CONTAINER_LAYERS, REQUIRED_LAYERS
+from code_eval_taskpack.execution.isolation import CONTAINER_LAYERS, REQUIRED_LAYERS, SandboxError
 from code_eval_taskpack.execution.limits import Limits
-from code_eval_taskpack.execution.sandbox import SandboxError
 from tests import podman_battery
 from tests.conftest import require
 from tests.test_engine_container import (

@@ -16,7 +16,7 @@ import pytest
 
 from code_eval_taskpack.execution import Engine, Job, Verdict
 from code_eval_taskpack.execution.backends import get_backend
-from code_eval_taskpack.execution.backends.raycluster import (
+from code_eval_taskpack.execution.backends.ray.cluster import (
     ACTOR_CLASS,
     RayBackend,
     merge_node_runtimes,
@@ -150,8 +150,8 @@ def test_an_interrupted_run_resumes_from_the_cache(cluster: RayBackend, tmp_path
 
 def test_a_mixed_cluster_is_reported(cluster: RayBackend) -> None:
     """Two nodes reporting different compiler versions: the key joins both, and it says so."""
-    from code_eval_taskpack.execution.backends.raycluster import node_runtime
-    from code_eval_taskpack.execution.languages import resolve
+    from code_eval_taskpack.execution.backends.ray.cluster import node_runtime
+    from code_eval_taskpack.execution.languages.registry import resolve
 
     ray = cluster._ray()
     here = ray.get(ray.remote(num_cpus=0)(node_runtime).remote("Python 3"))

@@ -18,10 +18,10 @@ import pytest
 from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
 from code_eval_taskpack.execution.auth import bearer_matches, bind_refusal, new_token, read_token
 from code_eval_taskpack.execution.backends import get_backend
-from code_eval_taskpack.execution.backends.remote import RemoteBackend
-from code_eval_taskpack.execution.cli import main as cli_main
+from code_eval_taskpack.execution.backends.remote.client import RemoteBackend
+from code_eval_taskpack.execution.cli.main import main as cli_main
 from code_eval_taskpack.execution.isolation import REQUIRED_LAYERS
-from code_eval_taskpack.execution.server import make_server
+from code_eval_taskpack.execution.server.http import make_server
 from tests.conftest import require_runtime
 
 ADD = "a, b = map(int, input().split())\nprint(a + b{extra})\n"
@@ -516,7 +516,7 @@ def test_the_wire_format_covers_every_result_field() -> None:
     """A field added to the results must be added to the checked wire format too."""
     import dataclasses
 
-    from code_eval_taskpack.execution.backends import remote_protocol as rp
+    from code_eval_taskpack.execution.backends.remote import protocol as rp
     from code_eval_taskpack.execution.types import CompileResult, TestResult
 
     assert set(rp._COMPILE_FIELDS) == {f.name for f in dataclasses.fields(CompileResult)}

@@ -378,7 +378,7 @@ class FakeCgroupFS:
 
 
 def _fake_v2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, own: str, controllers: str) -> Path:
-    from code_eval_taskpack.execution import cgroups
+    from code_eval_taskpack.execution.sandbox import cgroups
 
     fs = FakeCgroupFS(tmp_path / "cg")
     fs.cgroup("", "cpu memory pids")
@@ -399,7 +399,7 @@ def test_delegated_cgroup_v2_is_used_rootless(
 ) -> None:
     """A user scope with Delegate=yes: the engine moves into a leaf, the scope gets the memory
     and pids controllers for its children, and sandboxes are created below the scope."""
-    from code_eval_taskpack.execution import cgroups
+    from code_eval_taskpack.execution.sandbox import cgroups
 
     scope = _fake_v2(monkeypatch, tmp_path, SCOPE, "memory pids")
     lay = cgroups.detect()
@@ -415,7 +415,7 @@ def test_delegated_cgroup_v2_is_used_rootless(
 def test_delegated_cgroup_v2_refusals_name_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from code_eval_taskpack.execution import cgroups
+    from code_eval_taskpack.execution.sandbox import cgroups
 
     # the scope lacks the pids controller (not delegated by the service manager)
     scope = _fake_v2(monkeypatch, tmp_path / "a", SCOPE, "memory")
@@ -458,9 +458,9 @@ def programs() -> Iterator[Path]:
 def test_sampling_counts_every_process_when_cgroups_are_refused(
     programs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from code_eval_taskpack.execution import cgroups, host_probe
     from code_eval_taskpack.execution.limits import Limits
-    from code_eval_taskpack.execution.sandbox import Sandbox
+    from code_eval_taskpack.execution.sandbox import cgroups, host_probe
+    from code_eval_taskpack.execution.sandbox.command import Sandbox
 
     def refuse(tag: str) -> cgroups.CgroupSet:
         raise OSError("refused by the test")
@@ -483,9 +483,9 @@ def test_sampling_counts_every_process_when_cgroups_are_refused(
 
 
 def test_cgroup_path_reports_cgroup_enforcement() -> None:
-    from code_eval_taskpack.execution import cgroups
     from code_eval_taskpack.execution.limits import Limits
-    from code_eval_taskpack.execution.sandbox import Sandbox
+    from code_eval_taskpack.execution.sandbox import cgroups
+    from code_eval_taskpack.execution.sandbox.command import Sandbox
 
     lay = cgroups.layout()
     require(bool(lay.version), f"no usable cgroups here: {lay.reason}")

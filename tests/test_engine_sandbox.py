@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from code_eval_taskpack.execution import Engine, Job, Result, TestCase, Verdict
-from code_eval_taskpack.execution.cache import ResultCache
+from code_eval_taskpack.execution.caches.results import ResultCache
+from code_eval_taskpack.execution.isolation import LAYERS, SandboxError
 from code_eval_taskpack.execution.limits import Limits
-from code_eval_taskpack.execution.sandbox import LAYERS, Sandbox, SandboxError, run_command
+from code_eval_taskpack.execution.sandbox.command import Sandbox, run_command
 from tests.conftest import require, require_binary
 from tests.engine_programs import HELLO, LUCKY, check_isolation
 
@@ -266,7 +267,7 @@ def test_compile_cache_is_keyed_by_source() -> None:
 
 def test_cgroup_v2_layout_detection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """cgroup v2 (no v1 memory controller): a delegated engine cgroup is used as the parent."""
-    from code_eval_taskpack.execution import cgroups
+    from code_eval_taskpack.execution.sandbox import cgroups
 
     root = tmp_path / "cg"
     own = root / "user.slice" / "engine.scope"
@@ -290,7 +291,7 @@ def test_cgroup_v2_layout_detection(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 )
 def test_program_cgroups_never_swap(tmp_path: Path, version: str, name: str) -> None:
     """A balloon must be OOM-killed at the limit, not swapped out (v1 may lack memsw)."""
-    from code_eval_taskpack.execution import cgroups
+    from code_eval_taskpack.execution.sandbox import cgroups
 
     (tmp_path / name).write_text("60\n" if version == "v1" else "max\n")
     cs = cgroups.CgroupSet(version=version, memory_dir=tmp_path)
@@ -300,7 +301,7 @@ def test_program_cgroups_never_swap(tmp_path: Path, version: str, name: str) -> 
 
 
 def test_this_machines_program_cgroup_has_no_swap() -> None:
-    from code_eval_taskpack.execution import cgroups
+    from code_eval_taskpack.execution.sandbox import cgroups
 
     lay = cgroups.layout()
     require(bool(lay.version), f"no usable cgroups here: {lay.reason}")
@@ -322,7 +323,7 @@ def test_teardown_waits_for_the_exit_itself() -> None:
     and gives up at its timeout on one that does not exit."""
     import subprocess
 
-    from code_eval_taskpack.execution.sandbox import _wait_exit
+    from code_eval_taskpack.execution.sandbox.command import _wait_exit
 
     quick = subprocess.Popen(["sh", "-c", "exit 3"])
     _wait_exit(quick, timeout=10)

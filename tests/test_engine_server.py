@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution.execeval_compat import EXECEVAL_RUNTIMES
-from code_eval_taskpack.execution.languages import accepted_names, resolve
-from code_eval_taskpack.execution.server import ExecServer, make_server
+from code_eval_taskpack.execution.execeval.compat import EXECEVAL_RUNTIMES
+from code_eval_taskpack.execution.languages.registry import accepted_names, resolve
+from code_eval_taskpack.execution.server.http import ExecServer, make_server
 from tests.conftest import require_runtime
 from tests.engine_programs import ADD_PY
 

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
-from code_eval_taskpack.execution.server import DEFAULT_QUEUE_SIZE, ExecServer, make_server
+from code_eval_taskpack.execution.server.http import DEFAULT_QUEUE_SIZE, ExecServer, make_server
 from tests.conftest import require_runtime
 
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, TestCase, startup
-from code_eval_taskpack.execution.cache import cache_root
-from code_eval_taskpack.execution.languages import load_registry
-from code_eval_taskpack.execution.sandbox import SHARED_ROOT
+from code_eval_taskpack.execution import Engine, Job, TestCase
+from code_eval_taskpack.execution.caches.files import cache_root
+from code_eval_taskpack.execution.languages.registry import load_registry
+from code_eval_taskpack.execution.sandbox.view import SHARED_ROOT
+from code_eval_taskpack.execution.speedups import startup
 from tests.conftest import require_runtime
 
 PROGRAMS = {

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution.execeval_compat import (
+from code_eval_taskpack.execution.execeval.compat import (
     EXECEVAL_LIMITS_BY_LANG,
     EXECEVAL_RUNTIMES,
     execeval_limits,
 )
-from code_eval_taskpack.execution.languages import resolve
-from code_eval_taskpack.execution.server import ExecServer, make_server
+from code_eval_taskpack.execution.languages.registry import resolve
+from code_eval_taskpack.execution.server.http import ExecServer, make_server
 from lm_eval_tasks.xcodeeval.execeval_client import ExecEvalClient, evaluate, shared_samples
 from tests.conftest import require_runtime
 

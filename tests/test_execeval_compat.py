@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from code_eval_taskpack.execution import types
-from code_eval_taskpack.execution.execeval_compat import (
+from code_eval_taskpack.execution.execeval.compat import (
     EXECEVAL_RUNTIMES,
     MAX_MEMORY_MB,
     CompatError,
@@ -20,8 +20,8 @@ from code_eval_taskpack.execution.execeval_compat import (
     execeval_limits,
     execeval_outcome,
 )
-from code_eval_taskpack.execution.languages import CLUSTERS, resolve
-from code_eval_taskpack.execution.server import ExecServer, make_server
+from code_eval_taskpack.execution.languages.registry import CLUSTERS, resolve
+from code_eval_taskpack.execution.server.http import ExecServer, make_server
 from code_eval_taskpack.execution.types import Verdict
 from lm_eval_tasks.xcodeeval.execeval_client import (
     CLUSTER_RUNTIME,

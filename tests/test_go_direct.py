@@ -1,4 +1,4 @@
-"""The direct Go build (execution/go_direct.py): the toolchain's compiler and linker without the
+"""The direct Go build (execution/speedups/go_direct.py): the toolchain's compiler and linker without the
 go command, for the programs the go command would build from the standard library as installed.
 Same verdicts, outputs and compile messages as `go build`; anything the direct build cannot do is
 decided by go build; the probe's output is checked before it is trusted."""
@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, Result, TestCase, Verdict, go_direct
-from code_eval_taskpack.execution.languages import CLASSIC_ENV
+from code_eval_taskpack.execution import Engine, Job, Result, TestCase, Verdict
+from code_eval_taskpack.execution.languages.registry import CLASSIC_ENV
+from code_eval_taskpack.execution.speedups import go_direct
 from tests.conftest import require_runtime
 from tests.engine_programs import LUCKY, describe, wrong
 
@@ -116,7 +117,7 @@ def test_work_dir_as_go_build_leaves_it(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_switches(monkeypatch: pytest.MonkeyPatch) -> None:
-    from code_eval_taskpack.execution.languages import load_registry
+    from code_eval_taskpack.execution.languages.registry import load_registry
 
     monkeypatch.setenv(go_direct.ENV, "1")
     r = Engine(workers=1).judge(Job(language="Go", source_code=LUCKY["Go"], tests=TESTS))

@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict, pch
-from code_eval_taskpack.execution.backends.container import ContainerBackend
-from code_eval_taskpack.execution.cache import cache_root
+from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
+from code_eval_taskpack.execution.backends.container.backend import ContainerBackend
+from code_eval_taskpack.execution.caches.files import cache_root
 from code_eval_taskpack.execution.limits import Limits
-from code_eval_taskpack.execution.sandbox import SHARED_ROOT, Sandbox, SharedFolder
+from code_eval_taskpack.execution.sandbox.command import Sandbox
+from code_eval_taskpack.execution.sandbox.view import SHARED_ROOT, SharedFolder
+from code_eval_taskpack.execution.speedups import pch
 from code_eval_taskpack.execution.types import Result
 from tests.conftest import ROOT, require_runtime
 from tests.engine_programs import describe

@@ -1,7 +1,8 @@
 """The engine's import graph, read from the source (every import, those inside functions too):
-no circle inside `execution/`, no concrete backend named by `isinstance` outside `backends/`, and
-a runner that names no toolchain speed-up (the strategies are resolved from the catalog), and no
-module but the registry that reads a runtime's raw catalog entry."""
+no circle inside `execution/`, between its modules or between its folders (arrows one way); no
+concrete backend named by `isinstance` outside `backends/`; a runner that names no toolchain
+speed-up (the strategies are resolved from the catalog), with every module of `speedups/` named
+in the rule; and no module but the registry that reads a runtime's raw catalog entry."""
 
 from __future__ import annotations
 
@@ -10,7 +11,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "execution"
 #: modules of the toolchain speed-ups, which the runner must reach only through the strategies
-SPEED_UPS = ("pch", "go_direct", "startup", "warm_compiler", "cpython_zygote", "pypy_zygote")
+#: (every module of `speedups/` but the catalog itself: a test fails when one is missing here)
+SPEED_UPS = (
+    "speedups.go_direct",
+    "speedups.jvm_cds",
+    "speedups.pch",
+    "speedups.probes",
+    "speedups.startup",
+    "speedups.warm_compiler",
+    "speedups.zygotes",
+    "speedups.zygotes.cpython",
+    "speedups.zygotes.pypy",
+    "speedups.zygotes.ruby",
+    "speedups.zygotes.seam",
+    "speedups.zygotes.strategy",
+)
+#: the package's entry points, which name every folder (lazily): not part of the folder graph
+ENTRY_POINTS = ("", "__main__")
 CONCRETE_BACKENDS = ("LocalBackend", "RemoteBackend", "RayBackend", "ContainerBackend")
 
 
@@ -97,11 +114,35 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str]:
     return []
 
 
+def folder_graph() -> dict[str, set[str]]:
+    """Folder (package, "" for `execution/` itself) -> the folders its modules import, the
+    package's entry points left out."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+
+    def folder(module: str) -> str:
+        return module if modules[module].name == "__init__.py" else module.rpartition(".")[0]
+
+    for module, targets in import_graph().items():
+        if module in ENTRY_POINTS:
+            continue
+        mine = folder(module)
+        graph.setdefault(mine, set()).update(folder(t) for t in targets if folder(t) != mine)
+    return graph
+
+
 def test_no_import_circle_inside_execution() -> None:
     graph = import_graph()
-    assert "engine" in graph and "backends.base" in graph["backends.local"]  # the graph is read
+    assert "judge.engine" in graph and "backends.base" in graph["backends.local"]  # read
     cycle = find_cycle(graph)
     assert not cycle, "import circle: " + " -> ".join(m or "execution" for m in cycle)
+
+
+def test_no_import_circle_between_folders() -> None:
+    graph = folder_graph()
+    assert "sandbox" in graph["run"] and "judge" in graph["backends.ray"]  # the graph is read
+    cycle = find_cycle(graph)
+    assert not cycle, "folder circle: " + " -> ".join(m or "execution" for m in cycle)
 
 
 def test_the_cycle_finder_finds_a_circle() -> None:
@@ -112,7 +153,7 @@ def test_the_cycle_finder_finds_a_circle() -> None:
 def test_importing_the_engine_imports_no_job_backend() -> None:
     graph = import_graph()
     seen: set[str] = set()
-    todo = ["engine"]
+    todo = ["judge.engine"]
     while todo:
         mod = todo.pop()
         if mod not in seen:
@@ -125,7 +166,7 @@ def test_importing_the_engine_imports_no_job_backend() -> None:
 def test_no_isinstance_of_a_concrete_backend_outside_backends() -> None:
     offenders: list[str] = []
     for path in sorted(ROOT.rglob("*.py")):
-        if path.parent.name == "backends":
+        if "backends" in path.relative_to(ROOT).parts:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and ast.unparse(node.func) == "isinstance":
@@ -135,21 +176,36 @@ def test_no_isinstance_of_a_concrete_backend_outside_backends() -> None:
     assert not offenders, offenders
 
 
+def test_every_speed_up_module_is_named_in_the_rules() -> None:
+    found = {m for m in _modules() if m.startswith("speedups.")}
+    assert found == set(SPEED_UPS), (
+        f"speed-up modules missing from SPEED_UPS: {sorted(found - set(SPEED_UPS))}; "
+        f"named but gone: {sorted(set(SPEED_UPS) - found)}"
+    )
+
+
 def test_runner_names_no_speed_up() -> None:
-    tree = ast.parse((ROOT / "runner.py").read_text(encoding="utf-8"))
-    named: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            named.update((node.module or "").split("."))
-            named.update(a.name for a in node.names)
-        elif isinstance(node, ast.Name | ast.Attribute):
-            named.add(node.id if isinstance(node, ast.Name) else node.attr)
-    assert not named & set(SPEED_UPS), sorted(named & set(SPEED_UPS))
+    """No module of `run/` imports a speed-up or names one (the catalog `speedups` resolves
+    them by the names `languages.toml` declares)."""
+    graph = import_graph()
+    names = {m.rpartition(".")[2] for m in SPEED_UPS}
+    for module in (m for m in graph if m == "run" or m.startswith("run.")):
+        imported = graph[module] & set(SPEED_UPS)
+        assert not imported, f"{module} imports {sorted(imported)}"
+        tree = ast.parse(_modules()[module].read_text(encoding="utf-8"))
+        named: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                named.update((node.module or "").split("."))
+                named.update(a.name for a in node.names)
+            elif isinstance(node, ast.Name | ast.Attribute):
+                named.add(node.id if isinstance(node, ast.Name) else node.attr)
+        assert not named & names, f"{module} names {sorted(named & names)}"
 
 
 def test_every_declared_strategy_is_registered_and_loads() -> None:
-    from code_eval_taskpack.execution.languages import runtimes
-    from code_eval_taskpack.execution.strategies import STRATEGIES, strategy
+    from code_eval_taskpack.execution.languages.registry import runtimes
+    from code_eval_taskpack.execution.speedups import STRATEGIES, strategy
 
     declared = {name for rt in runtimes() for name in rt.strategies}
     assert declared == set(STRATEGIES), declared ^ set(STRATEGIES)
@@ -165,7 +221,7 @@ def test_only_the_registry_reads_a_runtimes_catalog_entry() -> None:
     offenders = [
         f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}"
         for path in sorted(ROOT.rglob("*.py"))
-        if path != ROOT / "languages.py"
+        if path != ROOT / "languages" / "registry.py"
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.Attribute) and node.attr == "raw"
     ]
@@ -173,7 +229,7 @@ def test_only_the_registry_reads_a_runtimes_catalog_entry() -> None:
 
 
 def test_the_catalog_accessors_read_the_shipped_entries() -> None:
-    from code_eval_taskpack.execution.languages import resolve
+    from code_eval_taskpack.execution.languages.registry import resolve
 
     cpp, go, ruby, java = (resolve(n) for n in ("GNU C++17", "Go", "Ruby 3", "Java 17"))
     assert cpp.pch_build is not None and cpp.pch_build[-1] == "pch.h" and go.pch_build is None

@@ -1,4 +1,4 @@
-"""Java with the JVM class-data sharing archive (execution/class_data.py): every verdict, exit
+"""Java with the JVM class-data sharing archive (execution/speedups/jvm_cds.py): every verdict, exit
 code, output and error message is that of the catalog's command line, the archive is only ever
 used whole and checked, it is read-only to programs, and the result cache keys do not change."""
 
@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, TestCase, class_data, config
+from code_eval_taskpack.execution import Engine, Job, TestCase, config
 from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.config import EngineConfig
-from code_eval_taskpack.execution.languages import load_registry, resolve
-from code_eval_taskpack.execution.strategies import Host
-from code_eval_taskpack.execution.strategies.class_data import JvmClassData
+from code_eval_taskpack.execution.languages.registry import load_registry, resolve
+from code_eval_taskpack.execution.speedups import Host
+from code_eval_taskpack.execution.speedups import jvm_cds as class_data
+from code_eval_taskpack.execution.speedups._merge_jvm_cds import JvmClassData
 from code_eval_taskpack.execution.types import Result
 from tests.conftest import require_runtime
 

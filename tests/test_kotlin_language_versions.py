@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from code_eval_taskpack.execution import Engine, Job, Result, TestCase, Verdict, resolve
-from code_eval_taskpack.execution.execeval_compat import (
+from code_eval_taskpack.execution.execeval.compat import (
     EXECEVAL_RUNTIMES,
     execeval_commands,
     execeval_runtime,

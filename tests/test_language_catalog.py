@@ -1,4 +1,4 @@
-"""The two language tables (engine: execution/languages.toml; benchmarks: utils/languages.toml)
+"""The two language tables (engine: execution/languages/languages.toml; benchmarks: utils/languages.toml)
 and everything derived from them: toolchains.txt, accepted names, slugs, fence tags, FIM syntax."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import toolchains
-from code_eval_taskpack.execution.languages import (
+from code_eval_taskpack.execution.languages import toolchains
+from code_eval_taskpack.execution.languages.registry import (
     CLUSTERS,
     REGISTRY_PATH,
     cluster_runtime,
@@ -146,7 +146,7 @@ def _tarball(folder: Path, files: dict[str, bytes]) -> Path:
 def test_registry_toolchain_install_checks_the_pinned_checksum(tmp_path: Path) -> None:
     import hashlib
 
-    from code_eval_taskpack.execution.languages import RegistryToolchain
+    from code_eval_taskpack.execution.languages.registry import RegistryToolchain
 
     tgz = _tarball(tmp_path, {"package/bin/kc": b"#!/bin/sh\n", "package/lib/a.jar": b"jar"})
     good = hashlib.sha512(tgz.read_bytes()).hexdigest()
@@ -328,7 +328,8 @@ def test_xcodeeval_readme_lists_the_catalog_slugs() -> None:
 _PROBE = textwrap.dedent(
     """
     import json
-    from code_eval_taskpack.execution import languages as engine, toolchains
+    from code_eval_taskpack.execution.languages import registry as engine
+    from code_eval_taskpack.execution.languages import toolchains
     from code_eval_taskpack.utils import languages
     from code_eval_taskpack.utils.code_extraction import extract_code
     from lm_eval_tasks.xcodeeval.data import SLUGS
@@ -404,7 +405,7 @@ def test_a_new_language_is_two_table_rows(tmp_path: Path) -> None:
     before = probe()
     assert before["toolchains_check"] == 1, "the copied toolchains.txt must be stale"
     generated = subprocess.run(
-        [sys.executable, "-m", "code_eval_taskpack.execution.toolchains"],
+        [sys.executable, "-m", "code_eval_taskpack.execution.languages.toolchains"],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -89,7 +89,7 @@ CONFIG_MODULE = "execution/config.py"
 KEY_EXCEPTIONS = {"execution/repo_tests/pytest_plugin.py": "CODE_EVAL_REPORT_KEY_FILE"}
 #: modules that touch variables by a name held in a variable, and why none is a `CODE_EVAL_*` one
 DYNAMIC_NAMES = {
-    "execution/backends/ray_auth.py": "sets and restores Ray's own RAY_AUTH_MODE, "
+    "execution/backends/ray/auth.py": "sets and restores Ray's own RAY_AUTH_MODE, "
     "RAY_AUTH_TOKEN and RAY_AUTH_TOKEN_PATH (the module's constants) around a connection",
 }
 ENGINE_PREFIX = "CODE_EVAL_"

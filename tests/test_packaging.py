@@ -68,10 +68,11 @@ def test_wheel_ships_task_files(wheel: Path) -> None:
     assert expected, "no task files found"
     assert expected <= shipped, f"missing from the wheel: {sorted(expected - shipped)[:10]}"
     assert {
-        "code_eval_taskpack/execution/languages.toml",
-        "code_eval_taskpack/execution/launcher.c",
-        "code_eval_taskpack/execution/java/CompileServer.java",
-        "code_eval_taskpack/execution/mono/CompileServer.cs",
+        "code_eval_taskpack/execution/languages/languages.toml",
+        "code_eval_taskpack/execution/sandbox/launcher.c",
+        "code_eval_taskpack/execution/speedups/java/CompileServer.java",
+        "code_eval_taskpack/execution/speedups/zygotes/zygote_protocol.h",
+        "code_eval_taskpack/execution/speedups/mono/CompileServer.cs",
         "code_eval_taskpack/utils/languages.toml",
     } <= shipped
     # the generic folder names are never top-level import names of the installed pack

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution.progress import LOG_INTERVAL_S, LOG_STEP_PERCENT, Progress
+from code_eval_taskpack.execution.judge.progress import LOG_INTERVAL_S, LOG_STEP_PERCENT, Progress
 from tests.conftest import ROOT
 
 

@@ -1,4 +1,4 @@
-"""The PyPy 3 zygote (execution/pypy_zygote.c, frame words Z/W of launcher.c): a test forked from
+"""The PyPy 3 zygote (execution/speedups/zygotes/pypy_zygote.c, frame words Z/W of launcher.c): a test forked from
 the interpreter stopped at its script's open is the cold command's twin. The diffs of
 tests/test_zygote.py, run as PyPy 3: what the interpreter and the process observe of themselves,
 how programs end, and what is PyPy's own (its seam, signals blocked in the zygote). The shared
@@ -13,9 +13,9 @@ import pytest
 
 from code_eval_taskpack.execution import Job, config
 from code_eval_taskpack.execution.backends.local import LocalBackend
-from code_eval_taskpack.execution.languages import resolve
-from code_eval_taskpack.execution.sandbox import Sandbox
-from code_eval_taskpack.execution.strategies import Host
+from code_eval_taskpack.execution.languages.registry import resolve
+from code_eval_taskpack.execution.sandbox.command import Sandbox
+from code_eval_taskpack.execution.speedups import Host
 from tests.test_zygote import (
     ENDINGS,
     LIMITS,
@@ -106,7 +106,7 @@ def test_a_script_that_is_not_there_or_not_a_file_is_reported_as_cold() -> None:
 
 
 def test_no_zygote_of_an_interpreter_that_is_not_pypys_main() -> None:
-    from code_eval_taskpack.execution import pypy_zygote
+    from code_eval_taskpack.execution.speedups.zygotes import pypy as pypy_zygote
 
     python3 = resolve("Python 3").binary
     assert python3 is not None
@@ -133,11 +133,11 @@ def test_the_zygote_never_runs_a_script_by_itself() -> None:
 def test_a_clients_own_command_gets_no_zygote(language: str) -> None:
     # the PyPy seam is the catalog command's script: a custom argv (ExecEval's execute_cmd or
     # execute_flags) could put it anywhere, so neither zygote takes one
-    from code_eval_taskpack.execution.strategies import strategy
+    from code_eval_taskpack.execution.speedups import strategy
     from tests.test_speedup_fail_closed import custom_runtime
 
     host = Host(LocalBackend(), "required", None)
-    name = "zygote" if language == "Python 3" else "pypy_zygote"
+    name = "cpython_zygote" if language == "Python 3" else "pypy_zygote"
     job = Job(language=language, source_code="print(1)\n", tests=())
     with config.using(switches(True)):
         assert strategy(name).applies(resolve(language), job, host)

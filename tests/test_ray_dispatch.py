@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import deque
 
 from code_eval_taskpack.execution import Job, TestCase
-from code_eval_taskpack.execution.backends.ray_dispatch import Program, programs, share, steal
-from code_eval_taskpack.execution.languages import Runtime, resolve
+from code_eval_taskpack.execution.backends.ray.dispatch import Program, programs, share, steal
+from code_eval_taskpack.execution.languages.registry import Runtime, resolve
 
 T = (TestCase("1\n", ("1",)),)
 CPP = "#include <cstdio>\n#include <{h}>\nint main() {{ return {k}; }}\n"

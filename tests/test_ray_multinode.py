@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
-from code_eval_taskpack.execution.backends.ray_auth import TokenEnvironment, node_refusal
-from code_eval_taskpack.execution.backends.raycluster import RayBackend, merge_node_runtimes
+from code_eval_taskpack.execution.backends.ray.auth import TokenEnvironment, node_refusal
+from code_eval_taskpack.execution.backends.ray.cluster import RayBackend, merge_node_runtimes
 from tests.cluster_support import Answers, count_answers, path_without, python_jobs
 from tests.conftest import require
 
@@ -120,7 +120,7 @@ def test_a_node_receives_only_the_languages_it_can_judge(cluster: Nodes) -> None
 
 def test_a_language_no_node_may_judge_is_unavailable(cluster: Nodes) -> None:
     """With the one node judging C told off as well, C is unavailable, each node saying why."""
-    from code_eval_taskpack.execution.languages import resolve
+    from code_eval_taskpack.execution.languages.registry import resolve
 
     cluster.backend.resolve("GNU C11")
     per_node = [dict(n) for n in cluster.backend._runtimes["GNU C11"][1]]

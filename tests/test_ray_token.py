@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from code_eval_taskpack.execution.auth import TokenError
-from code_eval_taskpack.execution.backends import ray_auth
-from code_eval_taskpack.execution.backends.ray_auth import TOKEN_PATH_ENV, TokenEnvironment
-from code_eval_taskpack.execution.sandbox import SandboxError
+from code_eval_taskpack.execution.backends.ray import auth as ray_auth
+from code_eval_taskpack.execution.backends.ray.auth import TOKEN_PATH_ENV, TokenEnvironment
+from code_eval_taskpack.execution.isolation import SandboxError
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +77,7 @@ def test_the_backend_starts_no_cluster_without_a_private_token(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ray = pytest.importorskip("ray")
-    from code_eval_taskpack.execution.backends.raycluster import RayBackend
+    from code_eval_taskpack.execution.backends.ray.cluster import RayBackend
 
     def init(**kwargs: Any) -> None:
         raise AssertionError("Ray started with a token others could read")

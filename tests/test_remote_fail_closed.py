@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
-from code_eval_taskpack.execution.backends import remote
-from code_eval_taskpack.execution.backends.remote import RemoteBackend
+from code_eval_taskpack.execution.backends.remote import client as remote
+from code_eval_taskpack.execution.backends.remote.client import RemoteBackend
 from code_eval_taskpack.execution.isolation import REQUIRED_LAYERS
-from code_eval_taskpack.execution.server import make_server
+from code_eval_taskpack.execution.server.http import make_server
 from code_eval_taskpack.utils.judging import judge_programs
 from tests.conftest import require_runtime
 
@@ -197,7 +197,7 @@ CLIENT = """
 import json, resource, sys, tracemalloc
 resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # a runaway fails, not the machine
 from code_eval_taskpack.execution import Job, TestCase
-from code_eval_taskpack.execution.backends.remote import RemoteBackend
+from code_eval_taskpack.execution.backends.remote.client import RemoteBackend
 tests = (TestCase("1 2\\n", ("3",)), TestCase("2 2\\n", ("4",)))
 job = Job("Python 3", "print(3)\\n", tests)
 out = []

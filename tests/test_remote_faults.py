@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from code_eval_taskpack.execution import Engine, Job, TestCase, Verdict
-from code_eval_taskpack.execution.backends.remote import RemoteBackend
+from code_eval_taskpack.execution.backends.remote.client import RemoteBackend
 from tests.cluster_support import path_without, python_jobs
 from tests.conftest import require_binary
 

@@ -1,4 +1,4 @@
-"""The Ruby zygote (execution/ruby_zygote.c, frame words Z/W of launcher.c): a test forked from
+"""The Ruby zygote (execution/speedups/zygotes/ruby_zygote.c, frame words Z/W of launcher.c): a test forked from
 the interpreter stopped at the end of its start (the prelude's last statement) is the cold
 command's twin. Cold and warm runs are diffed: what the interpreter and the process observe of
 themselves, how programs end, a script rewritten between tests, every shared ChatGPT Ruby program
@@ -14,9 +14,10 @@ import pytest
 
 from code_eval_taskpack.execution import Job, TestCase, config
 from code_eval_taskpack.execution.backends.local import LocalBackend
-from code_eval_taskpack.execution.languages import resolve
-from code_eval_taskpack.execution.runner import judge_with
-from code_eval_taskpack.execution.sandbox import WARM_OOM_NOTE, Sandbox
+from code_eval_taskpack.execution.languages.registry import resolve
+from code_eval_taskpack.execution.run.runner import judge_with
+from code_eval_taskpack.execution.sandbox.command import Sandbox
+from code_eval_taskpack.execution.sandbox.outcome import WARM_OOM_NOTE
 from code_eval_taskpack.execution.types import Verdict
 from tests.test_zygote import (
     LIMITS,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import runtime_table
-from code_eval_taskpack.execution.execeval_compat import EXECEVAL_RUNTIMES
-from code_eval_taskpack.execution.languages import registry
+from code_eval_taskpack.execution.execeval import runtime_table
+from code_eval_taskpack.execution.execeval.compat import EXECEVAL_RUNTIMES
+from code_eval_taskpack.execution.languages.registry import registry
 from tests.conftest import require_runtime
 
 

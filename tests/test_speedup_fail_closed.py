@@ -12,18 +12,25 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import TestCase, Verdict, class_data, go_direct, pch, startup
-from code_eval_taskpack.execution import warm_compiler as wc
+from code_eval_taskpack.execution import TestCase, Verdict
 from code_eval_taskpack.execution.backends.local import LocalBackend
-from code_eval_taskpack.execution.execeval_compat import (
+from code_eval_taskpack.execution.execeval.compat import (
     EXECEVAL_RUNTIMES,
     execeval_commands,
     execeval_entry,
     execeval_runtime,
 )
-from code_eval_taskpack.execution.languages import Runtime, catalog_commands, resolve, runtimes
+from code_eval_taskpack.execution.languages.registry import (
+    Runtime,
+    catalog_commands,
+    resolve,
+    runtimes,
+)
 from code_eval_taskpack.execution.limits import COMPILE_LIMITS
-from code_eval_taskpack.execution.runner import judge_with, source_layout
+from code_eval_taskpack.execution.run.runner import judge_with, source_layout
+from code_eval_taskpack.execution.speedups import go_direct, pch, startup
+from code_eval_taskpack.execution.speedups import jvm_cds as class_data
+from code_eval_taskpack.execution.speedups import warm_compiler as wc
 from code_eval_taskpack.execution.types import Job, Result
 from tests.conftest import require_binary
 from tests.engine_programs import LUCKY, describe

@@ -232,7 +232,7 @@ def test_backend_options_table_feeds_the_cli_and_the_xcodeeval_settings() -> Non
 
     from code_eval_taskpack.execution.backends import backend_names
     from code_eval_taskpack.execution.backends.options import BACKEND_OPTIONS, BackendOption
-    from code_eval_taskpack.execution.cli import add_backend_options, backend_options
+    from code_eval_taskpack.execution.cli.main import add_backend_options, backend_options
     from lm_eval_tasks.xcodeeval import settings as xs
     from lm_eval_tasks.xcodeeval.judging import ExecSettings
 

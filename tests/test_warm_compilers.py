@@ -1,4 +1,4 @@
-"""Warm compilers (execution/warm_compiler.py): same outputs and verdicts as a cold compile, one
+"""Warm compilers (execution/speedups/warm_compiler.py): same outputs and verdicts as a cold compile, one
 program's compile sees nothing of the previous one, and every failure falls back to a cold
 compile transparently."""
 
@@ -13,12 +13,13 @@ from collections.abc import Iterator
 import pytest
 
 from code_eval_taskpack.execution import Engine, Job, Result, TestCase, Verdict
-from code_eval_taskpack.execution import warm_compiler as wc
 from code_eval_taskpack.execution.backends.local import LocalBackend
-from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.execution.languages.registry import resolve
 from code_eval_taskpack.execution.limits import COMPILE_LIMITS, Limits
-from code_eval_taskpack.execution.runner import source_layout
-from code_eval_taskpack.execution.sandbox import Sandbox, default_env
+from code_eval_taskpack.execution.run.runner import source_layout
+from code_eval_taskpack.execution.sandbox.command import Sandbox
+from code_eval_taskpack.execution.sandbox.outcome import default_env
+from code_eval_taskpack.execution.speedups import warm_compiler as wc
 from tests.conftest import require_binary
 from tests.engine_programs import COMPILE_ERROR, HELLO, LUCKY, check_isolation, describe, wrong
 

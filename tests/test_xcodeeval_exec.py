@@ -521,7 +521,7 @@ def test_execeval_compat_removes_carriage_returns_as_execeval_does() -> None:
     import dataclasses
 
     from code_eval_taskpack.execution import Engine
-    from code_eval_taskpack.execution.execeval_compat import execeval_line_ends
+    from code_eval_taskpack.execution.execeval.compat import execeval_line_ends
     from code_eval_taskpack.execution.types import TestCase
     from lm_eval_tasks.xcodeeval.judging import ExecSettings
 

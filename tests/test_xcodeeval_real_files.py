@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution.languages import CLUSTERS
+from code_eval_taskpack.execution.languages.registry import CLUSTERS
 from code_eval_taskpack.utils.errors import DataError
 from lm_eval_tasks.xcodeeval import data as xd
 from lm_eval_tasks.xcodeeval import kinds

@@ -1,4 +1,4 @@
-"""The CPython zygote (execution/zygote.c, frame words Z/W of launcher.c): a test forked from the
+"""The CPython zygote (execution/speedups/zygotes/cpython_zygote.c, frame words Z/W of launcher.c): a test forked from the
 pre-initialised interpreter is the cold command's twin. Cold and warm runs of the same programs
 are diffed: what the interpreter and the process observe of themselves, every Python program of
 the shared ChatGPT set on its tests, and hostile programs that go after the zygote."""
@@ -14,21 +14,22 @@ from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution import Job, TestCase, config, runner
+from code_eval_taskpack.execution import Job, TestCase, config
 from code_eval_taskpack.execution.backends.local import LocalBackend
-from code_eval_taskpack.execution.compare import outputs_match
-from code_eval_taskpack.execution.host_probe import host_isolation
-from code_eval_taskpack.execution.languages import resolve
+from code_eval_taskpack.execution.languages.registry import resolve
 from code_eval_taskpack.execution.limits import Limits, run_limits
-from code_eval_taskpack.execution.runner import judge_with, source_layout
-from code_eval_taskpack.execution.sandbox import (
+from code_eval_taskpack.execution.run import runner
+from code_eval_taskpack.execution.run.compare import outputs_match
+from code_eval_taskpack.execution.run.runner import judge_with, source_layout
+from code_eval_taskpack.execution.sandbox.command import Sandbox
+from code_eval_taskpack.execution.sandbox.host_probe import host_isolation
+from code_eval_taskpack.execution.sandbox.outcome import (
     WARM_OOM_NOTE,
     CommandOutcome,
     ForkedTestMemoryKill,
-    Sandbox,
     default_env,
 )
-from code_eval_taskpack.execution.strategies import BuildPlan, Host, build_plan
+from code_eval_taskpack.execution.speedups import BuildPlan, Host, build_plan
 from code_eval_taskpack.execution.types import Verdict
 from tests.conftest import require, require_binary
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from code_eval_taskpack.execution.jsonl import iter_jsonl, iter_lines
+from code_eval_taskpack.execution.judge.jsonl import iter_jsonl, iter_lines
 
 from .errors import DataError
 

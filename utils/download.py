@@ -16,7 +16,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from code_eval_taskpack.execution import cache as engine_cache
+from code_eval_taskpack.execution.caches import files as engine_cache
 
 from .errors import DataError
 

@@ -87,10 +87,10 @@ def cache_dir(setting: str | None) -> Path | None:
     if setting is None:
         return None
     if setting == "default":
-        from code_eval_taskpack.execution.cache import default_cache_dir
+        from code_eval_taskpack.execution.caches.files import default_cache_dir
 
         return default_cache_dir()
-    from code_eval_taskpack.execution.cache import absolute
+    from code_eval_taskpack.execution.caches.files import absolute
 
     return absolute(setting)  # sandboxes and compilers get its paths: never cwd-relative
 
@@ -129,7 +129,7 @@ def judge_programs(
     )
     bar = None
     if progress is None:
-        from code_eval_taskpack.execution.progress import Progress
+        from code_eval_taskpack.execution.judge.progress import Progress
 
         bar = Progress(len(jobs), desc=f"judging {label}")
         progress = lambda done, total: bar.update(done)  # noqa: E731

@@ -1,7 +1,7 @@
 """The benchmarks' language table: task slugs, fence tags, file extensions and comment syntax.
 
 The data lives in `languages.toml` next to this module, keyed by the engine's cluster names;
-loading it checks that it names exactly the engine's clusters (`execution/languages.toml`), so a
+loading it checks that it names exactly the engine's clusters (`execution/languages/languages.toml`), so a
 language can never be runnable but missing from the prompts, or the other way round. Prompt
 building, answer parsing and the per-language task lists read this module; nothing else in the
 pack spells language names.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from code_eval_taskpack.execution.languages import REGISTRY_PATH, load_registry
+from code_eval_taskpack.execution.languages.registry import REGISTRY_PATH, load_registry
 
 if sys.version_info >= (3, 11):
     import tomllib

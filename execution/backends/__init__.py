@@ -22,9 +22,9 @@ Factory = Callable[..., Backend] | str
 
 BUILT_IN: dict[str, str] = {
     "local": ".local:LocalBackend",
-    "remote": ".remote:RemoteBackend",
-    "ray": ".raycluster:RayBackend",
-    "container": ".container:ContainerBackend",
+    "remote": ".remote.client:RemoteBackend",
+    "ray": ".ray.cluster:RayBackend",
+    "container": ".container.backend:ContainerBackend",
 }
 _registry: dict[str, Factory] = dict(BUILT_IN)
 _instances: dict[tuple[str, tuple[tuple[str, str], ...]], Backend] = {}

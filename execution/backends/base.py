@@ -20,14 +20,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
-from ..isolation import LAYERS, check_policy, policy_refusal
-from ..languages import Runtime, resolve
+from ..isolation import LAYERS, IsolationRefused, check_policy, policy_refusal
+from ..languages.registry import Runtime, resolve
 from ..limits import Limits
-from ..sandbox import CommandOutcome, IsolationRefused
+from ..sandbox.outcome import CommandOutcome
 from ..types import CompileResult, Job, Result, Verdict
 
 if TYPE_CHECKING:
-    from ..compile_cache import CompileCache
+    from ..caches.compiles import CompileCache
 
 
 class Session(Protocol):
@@ -100,7 +100,7 @@ class Backend(abc.ABC):
 
     def warm_compilers(self) -> bool:
         """Whether the runner may compile with a warm compiler on this host
-        (`execution/warm_compiler.py`): only where the engine's own sandbox runs the programs."""
+        (`execution/speedups/warm_compiler.py`): only where the engine's own sandbox runs the programs."""
         return self.host_files
 
     def warm_starts(self) -> bool:
@@ -181,7 +181,7 @@ class SessionBackend(Backend):
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
     ) -> Result:
-        from ..runner import judge_with  # imported when judging: job backends never need it
+        from ..run.runner import judge_with  # imported when judging: job backends never need it
 
         return judge_with(runtime, job, compiled, policy, input_limits, backend=self)
 

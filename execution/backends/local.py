@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .. import pch
-from ..host_probe import host_refusal
 from ..isolation import REQUIRED_LAYERS
-from ..languages import Runtime
-from ..sandbox import Sandbox
+from ..languages.registry import Runtime
+from ..sandbox.command import Sandbox
+from ..sandbox.host_probe import host_refusal
+from ..speedups import pch
 from ..types import Job
 from .base import Session, SessionBackend
 

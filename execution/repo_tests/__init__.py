@@ -9,6 +9,6 @@ Both take `RepoTestJob`s and return `RepoTestOutcome`s (patch applied?, tests ru
 status, resolved, and a separate `error` for failures that are not the patch's fault).
 """
 
-from ..repo_tests.model import RepoTestJob, RepoTestOutcome, checkout_dir, decide
+from .model import RepoTestJob, RepoTestOutcome, checkout_dir, decide
 
 __all__ = ["RepoTestJob", "RepoTestOutcome", "checkout_dir", "decide"]

@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..limits import MB, Limits
-from ..sandbox import CommandOutcome, default_env, is_system_path, run_command
+from ..sandbox.command import run_command
+from ..sandbox.outcome import CommandOutcome, default_env
+from ..sandbox.view import is_system_path
 
 #: Defaults for a repository test run: whole test files of real projects, several interpreters
 #: started by plugins, a few hundred MB of imports.

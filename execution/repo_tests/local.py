@@ -20,19 +20,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..isolation import SandboxError
 from ..limits import Limits
-from ..repo_tests.in_sandbox import TEST_LIMITS, run_tests
-from ..repo_tests.log_parsers import get_parser
-from ..repo_tests.model import (
+from ..sandbox.outcome import CommandOutcome
+from .in_sandbox import TEST_LIMITS, run_tests
+from .log_parsers import get_parser
+from .model import (
     LOG_TAIL,
     RepoTestJob,
     RepoTestOutcome,
     checkout_dir,
     decide,
 )
-from ..repo_tests.patching import apply_patch, has_commit, scratch_copy, touched_files
-from ..repo_tests.signed_report import ReportChannel, verify
-from ..sandbox import CommandOutcome, SandboxError
+from .patching import apply_patch, has_commit, scratch_copy, touched_files
+from .signed_report import ReportChannel, verify
 
 DEFAULT_TEST_CMD = "python -m pytest -rA"
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..repo_tests.log_parsers import PASSING
+from .log_parsers import PASSING
 
 #: Characters of a log kept in an outcome's `log_tail` (both backends).
 LOG_TAIL = 4000

@@ -22,9 +22,10 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from ..cache import CacheStats, absolute, atomic_write
-from ..repo_tests.model import RepoTestJob, RepoTestOutcome
+from ..caches.files import absolute, atomic_write
+from ..caches.results import CacheStats
 from ..version import ENGINE_VERSION
+from .model import RepoTestJob, RepoTestOutcome
 
 _OUTCOME_FIELDS = {f.name for f in fields(RepoTestOutcome)}
 

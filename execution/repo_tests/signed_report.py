@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..repo_tests import pytest_plugin
-from ..repo_tests.pytest_plugin import KEY_FILE_ENV, MARKER, sign
+from . import pytest_plugin
+from .pytest_plugin import KEY_FILE_ENV, MARKER, sign
 
 #: The module name the plugin is loaded under inside the sandbox (`-p NAME`).
 PLUGIN_MODULE = "_code_eval_pytest_report"

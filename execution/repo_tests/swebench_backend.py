@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..repo_tests.log_parsers import FAILED, PASSED, SKIPPED
-from ..repo_tests.model import LOG_TAIL, RepoTestJob, RepoTestOutcome, decide
+from .log_parsers import FAILED, PASSED, SKIPPED
+from .model import LOG_TAIL, RepoTestJob, RepoTestOutcome, decide
 
 PINNED_VERSION = "4.1.0"
 HARNESS_MODULE = "swebench.harness.run_evaluation"

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from code_eval_taskpack.execution.cache import atomic_folder
+from code_eval_taskpack.execution.caches.files import atomic_folder
 from code_eval_taskpack.execution.repo_tests import checkout_dir
 from code_eval_taskpack.utils.errors import DataError
 

@@ -247,7 +247,7 @@ def _executable(name: str) -> str:
 
 def outcome_cache(settings: GradingSettings) -> OutcomeCache | None:
     """The cache `settings.cache` names, or None when caching is off."""
-    from code_eval_taskpack.execution.cache import cache_root
+    from code_eval_taskpack.execution.caches.files import cache_root
 
     where = settings.cache.strip()
     if where.lower() in {"", "none", "off"}:

@@ -95,7 +95,7 @@ def read_predictions(path: Path) -> list[dict[str, Any]]:
 def execeval_server(workers: int) -> Iterator[str]:
     """This pack's ExecEval-compatible server (`execeval` mode) on a free port of 127.0.0.1,
     stopped on exit; yields its URL."""
-    from code_eval_taskpack.execution.server import make_server
+    from code_eval_taskpack.execution.server.http import make_server
 
     server = make_server("127.0.0.1", 0, workers=workers, mode="execeval")
     thread = threading.Thread(target=server.serve_forever, daemon=True)

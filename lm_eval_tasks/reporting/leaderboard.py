@@ -195,7 +195,7 @@ def versions() -> dict[str, Any]:
     """Exact versions a result depends on: lm-eval, this pack, the engine and each toolchain."""
     from importlib import metadata
 
-    from code_eval_taskpack.execution.languages import runtimes
+    from code_eval_taskpack.execution.languages.registry import runtimes
     from code_eval_taskpack.execution.version import ENGINE_VERSION
 
     def dist(name: str) -> str | None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from code_eval_taskpack.execution.languages import CLUSTERS, resolve
+from code_eval_taskpack.execution.languages.registry import CLUSTERS, resolve
 from code_eval_taskpack.utils import datafiles, download, languages
 from code_eval_taskpack.utils.errors import DataError
 from code_eval_taskpack.utils.settings import parse_settings
@@ -710,7 +710,7 @@ def runtime_unavailable(name: str) -> str:
     A name the engine's registry does not know is unavailable too: such rows are counted and
     reported like rows whose toolchain is missing, never turned into engine failures.
     """
-    from code_eval_taskpack.execution.languages import UnknownLanguageError
+    from code_eval_taskpack.execution.languages.registry import UnknownLanguageError
 
     try:
         runtime = resolve(name)
@@ -723,7 +723,7 @@ def runtime_unavailable(name: str) -> str:
 
 def runtime_known(name: str) -> bool:
     """Whether the engine's registry knows the runtime `name` (installed here or not)."""
-    from code_eval_taskpack.execution.languages import UnknownLanguageError
+    from code_eval_taskpack.execution.languages.registry import UnknownLanguageError
 
     try:
         resolve(name)

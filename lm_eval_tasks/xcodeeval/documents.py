@@ -19,7 +19,7 @@ from typing import Any
 
 import datasets
 
-from code_eval_taskpack.execution.languages import cluster_runtime
+from code_eval_taskpack.execution.languages.registry import cluster_runtime
 from code_eval_taskpack.utils import datafiles
 from code_eval_taskpack.utils.errors import DataError
 from code_eval_taskpack.utils.settings import parse_settings

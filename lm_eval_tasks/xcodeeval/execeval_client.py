@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from code_eval_taskpack.execution.execeval_compat import EXECEVAL_LIMITS_BY_LANG
-from code_eval_taskpack.execution.execeval_compat import OUTCOMES as EXECEVAL_OUTCOMES
-from code_eval_taskpack.execution.languages import CLUSTER_RUNTIMES
+from code_eval_taskpack.execution.execeval.compat import EXECEVAL_LIMITS_BY_LANG
+from code_eval_taskpack.execution.execeval.compat import OUTCOMES as EXECEVAL_OUTCOMES
+from code_eval_taskpack.execution.languages.registry import CLUSTER_RUNTIMES
 from code_eval_taskpack.utils.metrics import pass_at_k
 from lm_eval_tasks.xcodeeval.data import problem_set, read_jsonl
 

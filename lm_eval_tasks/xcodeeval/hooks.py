@@ -120,7 +120,7 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]])
 def judged_protocol(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """What one judging batch adds to its task's protocol: verdict counts and, per runtime that
     judged, its version (as the backend reported it) and the registry's time factor."""
-    from code_eval_taskpack.execution.languages import resolve
+    from code_eval_taskpack.execution.languages.registry import resolve
 
     runtimes: dict[str, dict[str, Any]] = {}
     for r in records:

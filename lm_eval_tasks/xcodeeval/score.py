@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from code_eval_taskpack.execution.languages import cluster_runtime, resolve
+from code_eval_taskpack.execution.languages.registry import cluster_runtime, resolve
 from code_eval_taskpack.utils import datafiles
 from code_eval_taskpack.utils.errors import DataError
 from code_eval_taskpack.utils.judging import CaseBuilder, Program

@@ -120,7 +120,7 @@ def compute(
     ks = sorted({int(x) for x in k})
     if not ks or ks[0] < 1:
         raise MetricInputError(f"k: positive integers, got {list(k)!r}")
-    from code_eval_taskpack.execution.languages import resolve
+    from code_eval_taskpack.execution.languages.registry import resolve
 
     cases = CaseBuilder()
     programs: list[Program] = []
