@@ -33,6 +33,17 @@ def _cpu(who: int) -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _module(package: str, *names: str) -> Any:
+    """The first of `names` (a module of `package`, newest layout first) that the engine being
+    measured has: a baseline commit may predate the engine's sub-packages."""
+    for name in names[:-1]:
+        try:
+            return importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError:
+            continue
+    return importlib.import_module(f"{package}.{names[-1]}")
+
+
 def _close_helpers(engine: Any, package: str) -> None:
     """End what the engine keeps running between programs (so their CPU is reaped and counted):
     the engine's own `close()` if it has one, and the pool of warm compiler servers."""
@@ -40,7 +51,7 @@ def _close_helpers(engine: Any, package: str) -> None:
     if callable(close):
         close()
     try:
-        warm = importlib.import_module(f"{package}.warm_compiler")
+        warm = _module(package, "speedups.warm_compiler", "warm_compiler")
     except ModuleNotFoundError:
         return  # an engine without warm compilers
     pool = getattr(warm, "POOL", None)
@@ -57,8 +68,8 @@ def judge_jobs(
     """Judge `jobs` (dicts: id, language, source_code, tests, time_limit_s, memory_limit_mb)
     with a fresh engine of `package`; `cache_dir` None judges without a result cache."""
     types = importlib.import_module(f"{package}.types")
-    engine_mod = importlib.import_module(f"{package}.engine")
-    cache_mod = importlib.import_module(f"{package}.cache")
+    engine_mod = _module(package, "judge.engine", "engine")
+    cache_mod = _module(package, "caches.results", "cache")
     built = [
         types.Job(
             language=j["language"],

@@ -32,7 +32,7 @@ run's load average. Every run also reports the CPU time of its whole process tre
 (`process_cpu.py`: driver, Ray's daemons, node judges, programs), which other work inflates
 much less: the CPU ratio is what the backend costs on a machine of its own. Ray's processes
 also spend CPU at rest (heartbeats, monitors): measured after each Ray run and printed
-apart, never subtracted. The container backend (`container.py`, one judge container of N job
+apart, never subtracted. The container backend (`container/backend.py`, one judge container of N job
 slots) joins the equal-workload rounds when a Docker daemon and a judge image are there (else
 the reason is printed): the image of every language when one was built (`make image`, label
 `code-eval.langs=all`; it then judges the hidden-sized workload too), else

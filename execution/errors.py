@@ -1,4 +1,5 @@
-"""One error type for bad benchmark data, so every message names the file, the row and the field."""
+"""One error type for bad input files (a job file, a results file, a request's rows), so every
+message names the file, the row and the field."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 
 class DataError(ValueError):
-    """Bad or missing input data.
+    """Bad or missing input: a file the engine was asked to read, or a part of one.
 
     The message always starts with the file (and, when known, the 1-based row/line and the
     field) so that a user can open the file at the right place without reading a traceback.

@@ -40,7 +40,7 @@ REQUIRED_LAYERS: tuple[str, ...] = tuple(
     layer for layer in LAYERS if layer not in ("unprivileged_uid", "cgroup")
 )
 
-#: the outer layers a judge container adds around the local sandbox (`backends/container.py`),
+#: the outer layers a judge container adds around the local sandbox (`backends/container/backend.py`),
 #: each probed from inside by the agent at start-up (`agent.container_layers`), not assumed
 #: from the `docker run` flags
 CONTAINER_LAYERS: tuple[str, ...] = (

@@ -139,7 +139,7 @@ def test_import_with_bad_values_does_not_fail() -> None:
         "import code_eval_taskpack.execution as e, code_eval_taskpack.execution.speedups.warm_compiler, "
         "code_eval_taskpack.execution.speedups.pch, code_eval_taskpack.execution.speedups.go_direct, "
         "code_eval_taskpack.execution.judge.engine\n"
-        "from code_eval_taskpack.execution import pch\n"
+        "from code_eval_taskpack.execution.speedups import pch\n"
         "try:\n    pch.enabled()\nexcept ValueError as exc:\n    print(exc)\n"
     )
     done = subprocess.run(

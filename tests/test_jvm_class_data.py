@@ -17,7 +17,7 @@ from code_eval_taskpack.execution.config import EngineConfig
 from code_eval_taskpack.execution.languages.registry import load_registry, resolve
 from code_eval_taskpack.execution.speedups import Host
 from code_eval_taskpack.execution.speedups import jvm_cds as class_data
-from code_eval_taskpack.execution.speedups._merge_jvm_cds import JvmClassData
+from code_eval_taskpack.execution.speedups.jvm_cds import JvmClassData
 from code_eval_taskpack.execution.types import Result
 from tests.conftest import require_runtime
 

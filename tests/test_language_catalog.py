@@ -384,7 +384,7 @@ def test_a_new_language_is_two_table_rows(tmp_path: Path) -> None:
         ("lm_eval_tasks", "lm_eval_tasks"),
     ):
         shutil.copytree(ROOT / name, pack / dest, ignore=shutil.ignore_patterns("__pycache__"))
-    engine_toml = pack / "code_eval_taskpack" / "execution" / "languages.toml"
+    engine_toml = pack / "code_eval_taskpack" / "execution" / "languages" / "languages.toml"
     text = engine_toml.read_text(encoding="utf-8")
     assert '"Rust" = "Rust 2018"\n' in text
     text = text.replace('"Rust" = "Rust 2018"\n', '"Rust" = "Rust 2018"\n"Zig" = "Zig 0.11"\n')
@@ -412,7 +412,7 @@ def test_a_new_language_is_two_table_rows(tmp_path: Path) -> None:
     )
     assert generated.returncode == 0, generated.stderr
     listed = (
-        (pack / "code_eval_taskpack" / "execution" / "toolchains.txt")
+        (pack / "code_eval_taskpack" / "execution" / "languages" / "toolchains.txt")
         .read_text(encoding="utf-8")
         .splitlines()
     )

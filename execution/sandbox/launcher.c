@@ -29,7 +29,7 @@
  *   4. EOF on fd 0 ends init, which tears the whole pid namespace down.
  * Without root, a user namespace is created first (uid switch impossible: reported to Python).
  *
- * Contract with the engine (sandbox.py), the one place it is written down:
+ * Contract with the engine (command.py), the one place it is written down:
  *
  *   Invocation: no arguments. argv[0] is a neutral name ("sandbox-init"); it is all that
  *   /proc/1/cmdline shows inside, so no host path travels on the command line. Any argument is
@@ -64,7 +64,7 @@
  *      E environment entry, C cwd, I/O/R stdin/stdout/stderr file names (relative to the io
  *      dir), G cgroup set index, L limit "name=value" (cpu, wall, fsize, nofile, nproc, stack,
  *      as), X the file to execute (argv[0] stays as given), Z start the command as the zygote
- *      (zygote.c), W run the test through the zygote (see "the zygote" below run_command's
+ *      (cpython_zygote.c), W run the test through the zygote (see "the zygote" below run_command's
  *      helpers). EOF ends the sandbox.
  *
  *   Replies (fd 1), one line of space-separated key=value pairs each:
@@ -1059,7 +1059,7 @@ static void close_io(const int fds[3]) {
     for (int i = 0; i < 3; i++) close(fds[i]);
 }
 
-/* ---------- the zygote (zygote.c): warm starts of one interpreter ----------
+/* ---------- the zygote (cpython_zygote.c): warm starts of one interpreter ----------
  *
  * Frame word Z starts the command as a zygote: executed as X (the zygote binary) with the cold
  * command's argv, env, cwd and limits, in the command's cgroup set (the run set, so its pages

@@ -2,7 +2,7 @@
 
 For the remote backend (`execution/backends/remote/client.py`): `GET /api/info[?language=NAME]` says
 what judges here (engine version, workers, policy, the runtime's fingerprint) and `POST
-/api/judge` takes one whole Job and answers its whole Result (`backends/remote_protocol.py`).
+/api/judge` takes one whole Job and answers its whole Result (`backends/remote/protocol.py`).
 The server binds to 127.0.0.1 unless given a token (`execution/auth.py`): then every request
 needs it as a bearer token (401 otherwise).
 

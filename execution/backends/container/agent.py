@@ -3,7 +3,7 @@
 Each request `{"id": N, "job": {...}, "policy": "required"}` is judged with the local backend
 (the same runner and sandbox as on a host) and answered `{"id": N, "result": {...}}`, in the
 order the jobs finish; a request it cannot read is answered `{"id": N, "error": "..."}`. The
-container (see backends/container.py) is the outer boundary.
+container (see backends/container/backend.py) is the outer boundary.
 A job during which the container's own OOM killer fired (its memory ceiling, not the job's
 limit; with jobs judged at once, whichever job's program caused it) is answered INFRA_ERROR,
 whatever the program's tests said.
@@ -38,7 +38,7 @@ from ...types import Job, Result, Verdict, job_from_dict
 from .. import get_backend
 
 #: the compiled programs kept in memory for the agent's life (far below `AGENT_RESERVE_MB` of
-#: backends/container.py, the container memory no job may use)
+#: backends/container/backend.py, the container memory no job may use)
 COMPILED_MAX_BYTES = 32 * 1024 * 1024
 _compiled: CompileCache | None = None
 

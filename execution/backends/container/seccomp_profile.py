@@ -5,7 +5,7 @@ launcher needs to build its rootless sandbox inside the container; this profile 
 keeps refusing what no judged program or toolchain needs (kernel modules, kexec, bpf, perf,
 keyrings, ptrace, clock setting, io_uring...). Calls missing from the table (newer kernels) are
 refused too: the default action is EPERM. The launcher's own per-program filter still applies
-inside (see sandbox.py, seccomp)."""
+inside (see sandbox/command.py, seccomp)."""
 
 from __future__ import annotations
 

@@ -2,15 +2,15 @@
 
 `--backend ray [--ray-address auto|HOST:PORT] [--token-file FILE]` (`pip install
 code-eval-taskpack[ray]`; without an address a local cluster is started for the process). Each
-node with CPUs gets one `NodeJudge` actor (`ray_node.py`) that reserves the node's CPUs and keeps
+node with CPUs gets one `NodeJudge` actor (`node.py`) that reserves the node's CPUs and keeps
 a local engine with its warm compiler servers, precompiled headers and compile cache for as long
-as the backend is connected. A batch is shared among the nodes (`ray_dispatch.py`): the jobs of
+as the backend is connected. A batch is shared among the nodes (`dispatch.py`): the jobs of
 one program go to one node, programs opening with the same headers stay together, each node's
 share is announced to its engine before any of it is judged, and a node that runs dry takes work
 from the others. The driver stores each result in the engine's cache the moment it comes back,
 so a killed run resumes where it stopped.
 
-Faults (`ray_batch.py`): a call lost with its worker or node is sent again (to a new judge on the
+Faults (`batch.py`): a call lost with its worker or node is sent again (to a new judge on the
 same node when the node lives, else to another node that may judge the language), at most
 `TASK_RETRIES` times; every job gets exactly one result, and a job no node could judge is an
 INFRA_ERROR (never cached).
@@ -22,7 +22,7 @@ disagree (a mixed cluster) is reported in `describe()["mixed_runtimes"]` and in 
 (the joined fingerprints), never hidden. A node judges a language when its toolchain is there
 and, if the node declares any `judge:<cluster>` Ray resource (`ray start --resources
 '{"judge:C++": 1}'`), when it declares that language's. Every node needs this package at the same
-version; the cluster must require Ray's token authentication (`ray_auth.py`).
+version; the cluster must require Ray's token authentication (`auth.py`).
 """
 
 from __future__ import annotations

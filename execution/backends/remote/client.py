@@ -9,7 +9,7 @@ runtimes it reported (`/api/info`) are asked again, as it may come back as anoth
 Whatever happens, each job gets exactly one result, and that result says which server judged it (`isolation["judged_by"]`), which failed it first
 (`failed_servers`) and which were out of rotation (`servers_out_of_rotation`). A reply is
 hostile input: one deadline bounds the whole exchange, its size and JSON values are bounded by
-what a result of the job can be (`remote_protocol.result_reply_bound`), and anything but a
+what a result of the job can be (`protocol.result_reply_bound`), and anything but a
 well-formed result consistent with the job is an INFRA_ERROR naming the server, never a verdict.
 Under `required`, every job checks its server's advertised policy and its result's isolation
 snapshot (`server_refusal`, `base.verdict_under_policy`), whatever front end asked.

@@ -1,10 +1,10 @@
-"""The CPython zygote (`zygote.c`): built once per source and interpreter into the cache, from
+"""The CPython zygote (`cpython_zygote.c`): built once per source and interpreter into the cache, from
 the interpreter's own static library, so that it is the very interpreter the cold command runs.
 
 The binary lives alone in a folder named by its content hash, which a sandbox shows as a
 `SharedFolder`; the sandbox init executes it with the cold command's argv (see launcher.c, frame
-words Z and W, and the contract in zygote.c). `build_zygote` is the cache build every zygote's
-builder ends with (this one, and `zygote_seam.py`'s for PyPy and Ruby).
+words Z and W, and the contract in cpython_zygote.c). `build_zygote` is the cache build every zygote's
+builder ends with (this one, and `seam.py`'s for PyPy and Ruby).
 """
 
 from __future__ import annotations

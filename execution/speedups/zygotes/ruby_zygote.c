@@ -44,10 +44,10 @@
 /* B keeps fds 0-5: stdio, Ruby's eventfds (3 and 4, its own, made anew by Process.fork) and
    the script (5, opened anew by B) */
 #define RUBY_FDS 6
-/* what the prelude's last statement looks up (never set): ruby_zygote.py passes startup.py's
+/* what the prelude's last statement looks up (never set): ruby.py passes startup.py's
    name, so the two cannot differ */
 #ifndef SEAM_VARIABLE
-#error "build with -DSEAM_VARIABLE=\"NAME\" (ruby_zygote.py does)"
+#error "build with -DSEAM_VARIABLE=\"NAME\" (ruby.py does)"
 #endif
 
 static int is_eventfd(int fd) {

@@ -1,5 +1,5 @@
 """Strategies: CPython, PyPy 3 and Ruby tests forked from one pre-initialised interpreter per
-program (the zygote, `zygote.c`, `pypy.c` and `ruby.c`, started in the program's own
+program (the zygote, `cpython_zygote.c`, `pypy_zygote.c` and `ruby_zygote.c`, started in the program's own
 sandbox by `Session.start_warm`).
 
 What a program can tell of it (README, "CPython zygote" and "PyPy zygote"): /proc/self/exe names

@@ -1,7 +1,8 @@
 /*
- * The zygotes' side of the sandbox init's protocol (launcher.c, frame words Z and W), shared by
- * the CPython zygote (zygote.c) and the PyPy zygote (pypy_zygote.c). The contract is written
- * once, in zygote.c's header comment; this file is its code: the control socket on fd 3, the
+ * The zygotes' side of the sandbox init's protocol (sandbox/launcher.c, frame words Z and W),
+ * shared by the CPython zygote (cpython_zygote.c), the PyPy zygote (pypy_zygote.c) and the Ruby
+ * zygote (ruby_zygote.c). The contract is written once, in cpython_zygote.c's header comment;
+ * this file is its code: the control socket on fd 3, the
  * requests ("F" and four descriptors), the A/B double fork, B's "L"/"r"/"g" exchange and B
  * made the cold process (session, stdio, no other descriptor, dumpable, its signal mask).
  *
