@@ -1,6 +1,7 @@
 """The Ray backend on a local Ray cluster started by the tests (2 CPUs): verdicts equal the
 local backend's, a worker killed mid-batch loses no job and answers none twice, an interrupted
-run resumes from the cache, and a mixed cluster is reported."""
+run resumes from the cache, a mixed cluster is reported, and a cluster first used from a
+short-lived thread outlives that thread."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import os
 import signal
 import stat
 import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -162,3 +165,33 @@ def test_a_mixed_cluster_is_reported(cluster: RayBackend) -> None:
     same, mixed = merge_node_runtimes(resolve("Python 3"), [here, dict(here)])
     assert not mixed and same.fingerprint() == "ray:" + here["fingerprint"]
     assert cluster.describe()["mixed_runtimes"] == {}  # this one-node cluster is not mixed
+
+
+def _cluster_services() -> dict[str, str]:
+    """This process's children that run the local cluster (GCS, raylet): name -> process state
+    (`Z`: killed, not yet reaped)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            stat_line = Path(f"/proc/{entry}/stat").read_text()
+            name = stat_line[stat_line.index("(") + 1 : stat_line.rindex(")")]
+            state, ppid = stat_line[stat_line.rindex(")") + 2 :].split()[:2]
+            if int(ppid) == os.getpid() and name in ("gcs_server", "raylet"):
+                found[name] = state
+    return found
+
+
+def test_a_cluster_first_used_from_a_short_lived_thread_outlives_it(cluster: RayBackend) -> None:
+    """Ray starts a local cluster's processes with PR_SET_PDEATHSIG, which fires when the thread
+    that started them ends: a cluster first used from a judging pool's thread was SIGKILLed when
+    the pool ended, and the driver then ended the whole process (the hostile suite on Ray)."""
+    cluster.close()  # the next use starts a new local cluster: from the pool's thread
+    job = _jobs(1)[0]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        first = pool.submit(lambda: Engine(backend=cluster).judge(job)).result()
+    assert first.verdict is Verdict.PASSED
+    time.sleep(0.5)  # the pool's thread has ended: a parent-death signal has been sent by now
+    services = _cluster_services()
+    assert set(services) == {"gcs_server", "raylet"}, services
+    assert "Z" not in services.values(), f"the cluster died with the thread: {services}"
+    assert Engine(backend=cluster).judge(job).verdict is Verdict.PASSED

@@ -54,6 +54,7 @@ LANGUAGE_RESOURCE = "judge:"
 #: seconds a node's judge may take to come up before the node is left out of a batch
 ACTOR_START_S = 120.0
 
+
 __all__ = ["ACTOR_CLASS", "RayBackend", "merge_node_runtimes", "node_identity", "node_runtime"]
 
 
@@ -129,6 +130,39 @@ def merge_node_runtimes(
     return rt, len(fps) > 1
 
 
+def init_on_lasting_thread(init: Callable[[], object]) -> threading.Event | None:
+    """Run `init` (`ray.init`) so that the processes it starts outlive the calling thread;
+    returns the event that ends the thread keeping them (None on the main thread).
+
+    Ray starts a local cluster's processes (GCS, raylet, monitor) with PR_SET_PDEATHSIG=SIGKILL,
+    which the kernel sends when the *thread* that forked them ends, not the process: a cluster
+    first used from a short-lived thread (a judging pool's, a server's request thread) was
+    SIGKILLed with that thread, and the driver then ended the whole process once the GCS had
+    been unreachable for 60 s. Off the main thread, `init` runs on a daemon thread that stays
+    until the backend disconnects (or the process ends, which takes the cluster with it)."""
+    if threading.current_thread() is threading.main_thread():
+        init()
+        return None
+    stop, ready = threading.Event(), threading.Event()
+    failure: list[BaseException] = []
+
+    def keep() -> None:
+        try:
+            init()
+        except BaseException as exc:  # handed to the caller, raised there
+            failure.append(exc)
+            return
+        finally:
+            ready.set()
+        stop.wait()
+
+    threading.Thread(target=keep, name="ray-cluster-keeper", daemon=True).start()
+    ready.wait()
+    if failure:
+        raise failure[0]
+    return stop
+
+
 class RayBackend(JobBackend):
     """Judges batches on a Ray cluster, one long-lived local engine per node."""
 
@@ -155,6 +189,7 @@ class RayBackend(JobBackend):
         self._auth_modes: dict[str, str] = {}  # node id -> what it reported
         self._started = False
         self._connected = False
+        self._keeper: threading.Event | None = None  # ends the thread that started the cluster
 
     # -- the cluster -------------------------------------------------------------------------
 
@@ -184,7 +219,7 @@ class RayBackend(JobBackend):
                     self.auth.restore()
                     raise SandboxError(f"Ray token authentication: {exc}") from exc
                 try:
-                    ray.init(**kwargs)
+                    self._keeper = init_on_lasting_thread(lambda: ray.init(**kwargs))
                 except Exception as exc:
                     self.auth.restore()
                     where = self.address or "(local)"
@@ -208,6 +243,9 @@ class RayBackend(JobBackend):
             ray.shutdown()
             self._connected = self._started = False
             self.auth.restore()
+            if self._keeper is not None:  # only now: its end would SIGKILL the cluster
+                self._keeper.set()
+                self._keeper = None
         with self._lock:  # what the nodes reported is of that cluster: a reconnect asks again
             self._runtimes.clear()
             self._mixed.clear()
