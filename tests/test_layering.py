@@ -612,18 +612,35 @@ def test_the_check_catches_every_form_of_reading_an_engine_variable(tmp_path: Pa
     assert flagged == caught, (sorted(caught - flagged), sorted(flagged - caught))
 
 
-def test_the_engine_readme_names_every_module() -> None:
-    """The engine's map of files (`execution/README.md`, "Files") names each of its modules and
-    C programs, so the folder tree and its description cannot drift apart."""
+def test_the_engine_readme_names_every_folder_and_each_folder_its_files() -> None:
+    """The engine's map (`execution/README.md`, "Files") has a line for each of its folders, and
+    each folder's `__init__.py` names its modules, C sources and data files (the package itself:
+    its README line), so the tree and its description cannot drift apart."""
     text = (ROOT / "execution" / "README.md").read_text()
     files = text[text.index("\n## Files\n") :]
     files = files[: files.find("\n## ", 1)] if "\n## " in files[1:] else files
     engine = ROOT / "execution"
-    names = {
-        p.name
-        for folder in (engine, engine / "backends")
-        for p in folder.iterdir()
-        if p.suffix in (".py", ".c") and p.name not in ("__init__.py", "__main__.py")
-    }
-    missing = sorted(n for n in names if f"`{n}`" not in files and f"/{n}`" not in files)
-    assert not missing, f"execution/README.md's Files section does not name {missing}"
+    folders = sorted(
+        p.parent.relative_to(engine).as_posix()
+        for p in engine.rglob("__init__.py")
+        if p.parent != engine
+    )
+    assert "sandbox" in folders and "backends/ray" in folders  # the tree is read
+    lines = [line for line in files.splitlines() if line.startswith("- ")]
+    unnamed = [
+        f
+        for f in folders
+        if not any(f"`{f}/`" in line or f"`{f.rpartition('/')[2]}/`" in line for line in lines)
+    ]
+    assert not unnamed, f"execution/README.md's Files section has no line for {unnamed}"
+    suffixes = (".py", ".c", ".h", ".toml", ".txt")
+    for init in [engine / "README.md", *(engine / f / "__init__.py" for f in folders)]:
+        folder = init.parent
+        described = files if init.name == "README.md" else init.read_text()
+        own = sorted(
+            p.name
+            for p in folder.iterdir()
+            if p.suffix in suffixes and p.name not in ("__init__.py", "__main__.py")
+        )
+        missing = [n for n in own if f"`{n}`" not in described and f"`{n[:-3]}`" not in described]
+        assert not missing, f"{init.relative_to(ROOT)} does not name {missing}"

@@ -1,6 +1,9 @@
 """Backends by name: `get_backend("local")`, `register_backend(name, factory)`.
 
-A second backend is a `SessionBackend` or `JobBackend` subclass (`backends/base.py`) registered
+The interface is `base.py` (what the runner and the engine ask of a backend), the session backend
+is `local.py` (this host's sandbox), `options.py` the table of options a backend takes; the job
+backends are the folders `remote/`, `container/` and `ray/`.
+A second backend is a `SessionBackend` or `JobBackend` subclass (`base.py`) registered
 here; the runner and the engine need no change (see execution/README.md, "Backends"). Built-in
 backends are named by lazy "module:Class" strings, so importing the engine imports no backend
 it does not use. A backend may take options (judge servers, a cluster address, an image):

@@ -6,7 +6,11 @@
 - `swebench`: the official harness (pinned version) run in Docker, its report read back.
 
 Both take `RepoTestJob`s and return `RepoTestOutcome`s (patch applied?, tests run, per-test
-status, resolved, and a separate `error` for failures that are not the patch's fault).
+status, resolved, and a separate `error` for failures that are not the patch's fault; `model.py`).
+The files: `patching.py` (applying the patches), `in_sandbox.py` (a test command in the sandbox),
+`pytest_plugin.py` and `signed_report.py` (the grader's report and its signature),
+`log_parsers.py` (test logs per framework), `outcome_cache.py`, and the graders `local.py` and
+`swebench_backend.py`.
 """
 
 from .model import RepoTestJob, RepoTestOutcome, checkout_dir, decide
