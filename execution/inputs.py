@@ -51,6 +51,16 @@ def is_number(value: Any) -> bool:
     )
 
 
+def positive_number(value: Any) -> bool:
+    """A finite number > 0 (a bool is not a number here)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
 def check_time_limit(value: Any) -> float:
     if not is_number(value) or not 0 < value <= MAX_TIME_LIMIT_S:
         raise InvalidJob(

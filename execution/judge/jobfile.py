@@ -9,7 +9,6 @@ batch with a clear message, never turn into a COMPILATION_ERROR for every sample
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -154,13 +153,3 @@ def read_jobs(path: str | Path, comparator: str = "default") -> Iterator[tuple[i
     """(line number, Job) for every non-blank line of a JSONL file; raises DataError."""
     for lineno, raw in iter_jsonl(path):
         yield lineno, job_from_record(raw, path, lineno, comparator)
-
-
-def positive_number(value: Any) -> bool:  # kept for callers outside the job parser
-    """A finite number > 0 (a bool is not a number here)."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    )

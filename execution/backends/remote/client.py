@@ -25,13 +25,11 @@ under `--isolation required`.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import http.client
 import json
 import math
-import socket
 import sys
 import threading
 import time
@@ -41,6 +39,7 @@ from typing import Any
 
 from ...auth import read_token
 from ...config import EngineConfig, current
+from ...deadline import Deadline
 from ...inputs import DEFAULT_INPUT_LIMITS, InputLimits
 from ...isolation import REQUIRED_LAYERS, check_policy
 from ...languages.registry import Runtime, resolve
@@ -439,14 +438,14 @@ class RemoteBackend(JobBackend):
             headers["Content-Type"] = "application/json"
         if self.token is not None:
             headers["Authorization"] = f"Bearer {self.token}"
-        watchdog: _Watchdog | None = None
+        watchdog: Deadline | None = None
         try:
             conn.connect()
             assert conn.sock is not None
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("connect took the whole deadline")
-            watchdog = _Watchdog(conn.sock, left)
+            watchdog = Deadline(conn.sock, left)
             conn.sock.settimeout(left)
             conn.request(method, server.prefix + path, body=body, headers=headers)
             resp = conn.getresponse()
@@ -595,26 +594,6 @@ class RemoteBackend(JobBackend):
             "note": "verdicts and isolation are the ExecEval server's own, not this engine's",
         }
         return result
-
-
-class _Watchdog:
-    """Ends a connection when its exchange outlives the deadline: a blocked connect, send or
-    read returns at once (a server dripping a byte a second never resets it)."""
-
-    def __init__(self, sock: socket.socket, seconds: float) -> None:
-        self.expired = False
-        self._sock = sock
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _fire(self) -> None:
-        self.expired = True
-        with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
-
-    def cancel(self) -> None:
-        self._timer.cancel()
 
 
 def _promised_layers(info: Mapping[str, Any]) -> tuple[str, ...]:
