@@ -10,9 +10,9 @@ cache directory) is a row of `SWITCHES`, parsed by `parse` with one rule for eac
 
 This module is the only product module that reads a `CODE_EVAL_*` variable: the benchmarks'
 settings read theirs through `setting_text` (tests/test_layering.py checks the source). Nothing
-is read at import: `current()` reads the environment each time it is called, so a bad value is
-an error where a switch is used (or where `EngineConfig.from_env()` is called), never on
-`import`. `CODE_EVAL_REPORT_KEY_FILE` (execution/repo_tests/pytest_plugin.py) is not a switch but
+is read at import: a configuration is passed to where it is used, and None there means
+`EngineConfig.from_env()` read at that call (`or_env`), so a bad value is an error where a
+switch is used (or where `EngineConfig.from_env()` is called), never on `import`. `CODE_EVAL_REPORT_KEY_FILE` (execution/repo_tests/pytest_plugin.py) is not a switch but
 the protocol with a child pytest process, and stays there.
 
 `SPEEDUPS` names the switches a driver may hand to a judge node with its jobs: they choose how
@@ -179,6 +179,15 @@ class EngineConfig:
         return dataclasses.replace(self, **changes)
 
 
+def or_env(config: EngineConfig | None) -> EngineConfig:
+    """`config`, or for None the switches as the environment sets them now (read at this
+    call): what every function taking an optional `EngineConfig` judges with."""
+    return config if config is not None else EngineConfig.from_env()
+
+
+# `current` and `using` are kept for server/http.py until it takes the engine's config: its
+# `using` block around `Engine.judge` is read by `Engine` (through `current()`) when the engine
+# has no configuration of its own. Nothing else may use them.
 _ACTIVE: contextvars.ContextVar[EngineConfig | None] = contextvars.ContextVar(
     "engine_config", default=None
 )

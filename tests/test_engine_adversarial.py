@@ -23,8 +23,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from code_eval_taskpack.execution import textstream
 from code_eval_taskpack.execution.execeval.compare import execeval_tokens_equal
-from code_eval_taskpack.execution.run import textstream
 from code_eval_taskpack.execution.run.compare import outputs_match, token_equal, tokenize
 from tests.conftest import ROOT, require_runtime
 
