@@ -83,8 +83,10 @@ def per_test_costs(n: int, language: str = "Python 3") -> dict[str, float]:
         src = SOURCES[language]
         job = Job(language=language, source_code=src, tests=())
         values = source_layout(runtime, src) | {"memory_mb": "256"}
-        with config.using(config.EngineConfig(zygote=True, cpython_zygote=True)):
-            plan = build_plan(runtime, job, Host(LocalBackend(), "required", None), values, "")
+        switches = config.EngineConfig(zygote=True, cpython_zygote=True)
+        plan = build_plan(
+            runtime, job, Host(LocalBackend(), "required", None, switches), values, ""
+        )
         if not plan.warm_start:
             raise SystemExit(f"no zygote for {language} on this host")
         argv = runtime.expand(plan.run_argv, **plan.values)
@@ -125,8 +127,7 @@ def judge_all(jobs: list[Job], zygote: bool, workers: int) -> tuple[float, list[
     switches = config.EngineConfig(zygote=zygote, cpython_zygote=zygote)
 
     def one(job: Job) -> str:
-        with config.using(switches):
-            r = judge_with(runtime, job, backend=backend)
+        r = judge_with(runtime, job, backend=backend, config=switches)
         return f"{r.verdict.value}|{[t.verdict.value for t in r.tests]}"
 
     t = time.perf_counter()

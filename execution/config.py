@@ -10,9 +10,9 @@ cache directory) is a row of `SWITCHES`, parsed by `parse` with one rule for eac
 
 This module is the only product module that reads a `CODE_EVAL_*` variable: the benchmarks'
 settings read theirs through `setting_text` (tests/test_layering.py checks the source). Nothing
-is read at import: `current()` reads the environment each time it is called, so a bad value is
-an error where a switch is used (or where `EngineConfig.from_env()` is called), never on
-`import`. `CODE_EVAL_REPORT_KEY_FILE` (execution/repo_tests/pytest_plugin.py) is not a switch but
+is read at import: a configuration is passed to where it is used, and None there means
+`EngineConfig.from_env()` read at that call (`or_env`), so a bad value is an error where a
+switch is used (or where `EngineConfig.from_env()` is called), never on `import`. `CODE_EVAL_REPORT_KEY_FILE` (execution/repo_tests/pytest_plugin.py) is not a switch but
 the protocol with a child pytest process, and stays there.
 
 `SPEEDUPS` names the switches a driver may hand to a judge node with its jobs: they choose how
@@ -22,11 +22,9 @@ here like an environment variable's (`EngineConfig.from_mapping`).
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -179,30 +177,10 @@ class EngineConfig:
         return dataclasses.replace(self, **changes)
 
 
-_ACTIVE: contextvars.ContextVar[EngineConfig | None] = contextvars.ContextVar(
-    "engine_config", default=None
-)
-
-
-def current() -> EngineConfig:
-    """The switches of the engine judging in this thread (`using`), else as the environment
-    sets them now (read on every call)."""
-    active = _ACTIVE.get()
-    return active if active is not None else EngineConfig.from_env()
-
-
-@contextlib.contextmanager
-def using(config: EngineConfig | None) -> Iterator[None]:
-    """`current()` is `config` in this thread (and context) while the block runs; None changes
-    nothing (what is active stays, else the environment)."""
-    if config is None:
-        yield
-        return
-    token = _ACTIVE.set(config)
-    try:
-        yield
-    finally:
-        _ACTIVE.reset(token)
+def or_env(config: EngineConfig | None) -> EngineConfig:
+    """`config`, or for None the switches as the environment sets them now (read at this
+    call): what every function taking an optional `EngineConfig` judges with."""
+    return config if config is not None else EngineConfig.from_env()
 
 
 def env_value(field: str) -> Any:

@@ -15,7 +15,7 @@ from code_eval_taskpack.execution.caches import files as cache
 from code_eval_taskpack.execution.config import (
     SWITCHES,
     EngineConfig,
-    current,
+    or_env,
     parse,
 )
 from code_eval_taskpack.execution.judge.engine import Engine
@@ -27,7 +27,8 @@ from code_eval_taskpack.execution.speedups.zygotes import cpython as cpython_zyg
 from code_eval_taskpack.execution.types import Job, Result, TestCase, Verdict
 
 BOOLEANS = [s for s in SWITCHES if s.kind is bool]
-#: each boolean switch as the module that uses it reads it
+#: each boolean switch as the module that uses it reads it (no configuration given: the
+#: environment's now)
 READERS = {
     "pch": pch.enabled,
     "go_direct": go_direct.enabled,
@@ -53,7 +54,7 @@ def test_boolean_rule(
     monkeypatch: pytest.MonkeyPatch, switch: object, text: str, expected: bool
 ) -> None:
     monkeypatch.setenv(switch.env, text)  # type: ignore[attr-defined]
-    assert getattr(current(), switch.field) is expected  # type: ignore[attr-defined]
+    assert getattr(or_env(None), switch.field) is expected  # type: ignore[attr-defined]
     assert READERS[switch.field]() is expected  # type: ignore[attr-defined]
 
 
@@ -82,7 +83,7 @@ def test_bad_boolean_names_the_variable(
 
 def test_warm_servers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CODE_EVAL_WARM_SERVERS", raising=False)
-    assert current().warm_servers == 1
+    assert or_env(None).warm_servers == 1
     assert warm_compiler.WarmPool()._limit() == 1
     monkeypatch.setenv("CODE_EVAL_WARM_SERVERS", " 3 ")
     assert warm_compiler.WarmPool()._limit() == 3
@@ -167,13 +168,14 @@ def test_a_benchmark_setting_reads_its_variable_through_the_configuration(
 
 
 class _SwitchRecorder(LocalBackend):
-    """The local backend, noting the switches the toolchain layer sees while a program runs."""
+    """The local backend, noting the switches it is handed with each program."""
 
     def __init__(self) -> None:
         self.seen: list[tuple[bool, bool]] = []
 
     def judge(self, job: Job, runtime: Runtime, **kwargs: Any) -> Result:
-        self.seen.append((pch.enabled(), warm_compiler.enabled()))
+        config = kwargs["config"]
+        self.seen.append((pch.enabled(config), warm_compiler.enabled(config)))
         return super().judge(job, runtime, **kwargs)
 
 
@@ -187,8 +189,11 @@ def test_engine_config_reaches_the_local_backend(monkeypatch: pytest.MonkeyPatch
     following = Engine(workers=1, backend=backend)  # None: the environment, when judging
     monkeypatch.setenv("CODE_EVAL_WARM_COMPILERS", "off")
     assert following.judge(job).verdict is Verdict.PASSED
-    assert backend.seen == [(False, True), (True, False)]
-    assert pch.enabled()  # the engine's switches hold only while it judges
+    one_job = EngineConfig(warm_compilers=False)  # one program's switches, the engine's kept
+    assert chosen.judge(job, config=one_job).verdict is Verdict.PASSED
+    assert backend.seen == [(False, True), (True, False), (True, False)]
+    assert chosen.config == EngineConfig(pch=False)
+    assert pch.enabled()  # the engine's switches never reach the environment
 
 
 def test_engine_rejects_a_bad_environment_when_made(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -210,17 +215,15 @@ def test_readme_switch_table_is_rendered_from_the_declarations() -> None:
         config.rendered_readme("no table here")
 
 
-def test_using_nests_and_none_keeps_what_is_active(monkeypatch: pytest.MonkeyPatch) -> None:
-    from code_eval_taskpack.execution.config import using
-
+def test_a_given_config_wins_and_none_is_the_environment_now(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("CODE_EVAL_PCH", "1")
-    with using(EngineConfig(pch=False)):
-        with using(None):
-            assert not pch.enabled()
-        with using(EngineConfig(pch=True)):
-            assert pch.enabled()
-        assert not pch.enabled()
-    assert pch.enabled()
+    assert not pch.enabled(EngineConfig(pch=False))
+    assert pch.enabled(None)
+    monkeypatch.setenv("CODE_EVAL_PCH", "0")
+    assert not pch.enabled(None)  # read at the call, not when anything was made
+    assert pch.enabled(EngineConfig(pch=True))
 
 
 def test_a_judge_server_takes_the_drivers_speedups_and_only_those(

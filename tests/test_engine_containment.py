@@ -28,7 +28,6 @@ from code_eval_taskpack.execution.caches.files import cache_root
 from code_eval_taskpack.execution.cli.main import main as cli_main
 from code_eval_taskpack.execution.isolation import REQUIRED_LAYERS, IsolationRefused, SandboxError
 from code_eval_taskpack.execution.limits import Limits
-from code_eval_taskpack.execution.sandbox import command as sandbox_mod
 from code_eval_taskpack.execution.sandbox import host_probe
 from code_eval_taskpack.execution.sandbox.command import Sandbox, run_command
 from code_eval_taskpack.execution.sandbox.fstree import chown_tree, remove_tree
@@ -145,17 +144,16 @@ def test_source_larger_than_the_box_never_runs_outside_namespaces(
         assert "copy" in r.detail, r.detail  # the launcher's own reason
 
 
-def test_namespace_start_failing_after_the_probe_is_an_error(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_namespace_start_failing_after_the_probe_is_an_error(tmp_path: Path) -> None:
     require_runtime("Python 3")
     _require_full_sandbox()  # the probe has run and found namespaces
-    monkeypatch.setattr(sandbox_mod, "TEST_FAIL_STAGE", ("unshare", "run"))
+    failing = ("unshare", "run")
     marker = tmp_path / "escaped"
     for policy in ("required", "best-effort"):
         with pytest.raises(SandboxError, match="unshare"):
-            Sandbox(isolation=policy)
-        r = Engine(workers=1, isolation=policy).judge(_escape_job(marker))
+            Sandbox(isolation=policy, test_fail_stage=failing)
+        backend = local_backend.LocalBackend(test_fail_stage=failing)
+        r = Engine(workers=1, isolation=policy, backend=backend).judge(_escape_job(marker))
         assert r.verdict is Verdict.INFRA_ERROR and "unshare" in r.detail, r.detail
         assert r.compile is None and not r.tests
         assert not marker.exists(), f"{policy}: the program ran without namespaces"

@@ -16,7 +16,6 @@ from code_eval_taskpack.execution.caches.results import ResultCache
 from code_eval_taskpack.execution.languages.registry import resolve
 from code_eval_taskpack.execution.limits import Limits
 from code_eval_taskpack.execution.run.runner import judge_with, no_runnable_program
-from code_eval_taskpack.execution.sandbox import command as sandbox_mod
 from code_eval_taskpack.execution.sandbox.command import Sandbox
 from code_eval_taskpack.execution.sandbox.outcome import CommandOutcome
 from tests.conftest import require, require_binary, require_runtime
@@ -87,7 +86,7 @@ def _c_job() -> Job:
 
 @pytest.mark.parametrize("stage", ["setgid", "capabilities", "setuid", "seccomp", "chdir", "exec"])
 def test_launcher_failures_of_a_compiled_program_are_infra_errors(
-    stage: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    stage: str, tmp_path: Path
 ) -> None:
     """Each pre-exec stage fails (EAGAIN, via the launcher's test hook) for the test runs only:
     the compile succeeds, `./main` exists, and the verdict must still be the engine's."""
@@ -102,8 +101,7 @@ def test_launcher_failures_of_a_compiled_program_are_infra_errors(
         require(bool(iso_probe.isolation.get("pid_namespace")), "no namespaces here")
     if stage == "seccomp":
         require(bool(iso_probe.isolation.get("seccomp")), "no seccomp here")
-    monkeypatch.setattr(sandbox_mod, "TEST_FAIL_STAGE", (stage, "run"))
-    result = judge_with(runtime, job, backend=LocalBackend())
+    result = judge_with(runtime, job, backend=LocalBackend(test_fail_stage=(stage, "run")))
     assert result.compile is not None and result.compile.ok
     assert result.verdict is Verdict.INFRA_ERROR, result.detail
     assert result.tests[0].verdict is Verdict.INFRA_ERROR

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from code_eval_taskpack.execution import Engine, Job, TestCase, config
+from code_eval_taskpack.execution import Engine, Job, TestCase
 from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.config import EngineConfig
 from code_eval_taskpack.execution.languages.registry import load_registry, resolve
@@ -154,14 +154,15 @@ def test_switches_and_custom_commands_run_the_catalog_command() -> None:
     require_runtime("Java 17")
     job = Job("Java 17", PROGRAMS["scanner"], TESTS)
     for switches in (EngineConfig(jvm_cds=False), EngineConfig(classic_build=True)):
-        with config.using(switches):
-            assert not class_data.enabled()
+        assert not class_data.enabled(switches)
     assert class_data.applies(resolve("Java 17"))
     custom = dataclasses.replace(resolve("Java 17"), run=("java", "-cp", ".", "{main_class}"))
     assert not class_data.applies(custom)
     assert not class_data.applies(resolve("Python 3"))
     # a heap of 32 GB or more has no compressed oops: the archive could not be mapped
-    host = Host(backend=LocalBackend(), isolation="required", compiled=None)
+    host = Host(
+        backend=LocalBackend(), isolation="required", compiled=None, config=EngineConfig.from_env()
+    )
     step = JvmClassData()
     assert step.applies(
         resolve("Java 17"), dataclasses.replace(job, memory_limit_mb=31 * 1024), host
@@ -199,10 +200,9 @@ def test_a_damaged_archive_is_never_used(
     (damaged / class_data.ARCHIVE).write_bytes(bytes(data))
     assert not class_data.check(java, damaged / class_data.ARCHIVE)
     monkeypatch.setattr(class_data, "_checked", {})
-    with config.using(EngineConfig(cache=cache)):
-        assert class_data.prepare() is None
-        r = Engine(workers=1, config=EngineConfig(cache=cache)).judge(
-            Job("Java 17", PROGRAMS["scanner"], TESTS)
-        )
+    assert class_data.prepare(EngineConfig(cache=cache)) is None
+    r = Engine(workers=1, config=EngineConfig(cache=cache)).judge(
+        Job("Java 17", PROGRAMS["scanner"], TESTS)
+    )
     assert r.verdict.value == "PASSED" and flag_of(r) is None, r.detail
     shutil.rmtree(cache)

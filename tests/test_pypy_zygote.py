@@ -11,7 +11,7 @@ from functools import partial
 
 import pytest
 
-from code_eval_taskpack.execution import Job, config
+from code_eval_taskpack.execution import Job
 from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.languages.registry import resolve
 from code_eval_taskpack.execution.sandbox.command import Sandbox
@@ -136,10 +136,9 @@ def test_a_clients_own_command_gets_no_zygote(language: str) -> None:
     from code_eval_taskpack.execution.speedups import strategy
     from tests.test_speedup_fail_closed import custom_runtime
 
-    host = Host(LocalBackend(), "required", None)
+    host = Host(LocalBackend(), "required", None, switches(True))
     name = "cpython_zygote" if language == "Python 3" else "pypy_zygote"
     job = Job(language=language, source_code="print(1)\n", tests=())
-    with config.using(switches(True)):
-        assert strategy(name).applies(resolve(language), job, host)
-        for custom in ({"execute_flags": "-v"}, {"execute_cmd": resolve(language).binary or ""}):
-            assert not strategy(name).applies(custom_runtime(language, **custom), job, host)
+    assert strategy(name).applies(resolve(language), job, host)
+    for custom in ({"execute_flags": "-v"}, {"execute_cmd": resolve(language).binary or ""}):
+        assert not strategy(name).applies(custom_runtime(language, **custom), job, host)

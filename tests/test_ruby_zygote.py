@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from code_eval_taskpack.execution import Job, TestCase, config
+from code_eval_taskpack.execution import Job, TestCase
 from code_eval_taskpack.execution.backends.local import LocalBackend
 from code_eval_taskpack.execution.languages.registry import resolve
 from code_eval_taskpack.execution.run.runner import judge_with
@@ -165,8 +165,7 @@ def test_a_forked_memory_kill_leaves_each_test_run_once() -> None:
     )
     results = {}
     for on in (True, False):
-        with config.using(switches(on)):
-            results[on] = judge_with(resolve(RUBY), job, backend=LocalBackend())
+        results[on] = judge_with(resolve(RUBY), job, backend=LocalBackend(), config=switches(on))
     for r in results.values():
         assert [t.stdout for t in r.tests] == ["0\n", "1\n", "2\n"]
         assert r.verdict is Verdict.PASSED
@@ -277,8 +276,7 @@ def test_memory_and_cpu_limits_keep_their_verdicts() -> None:
         runtime = resolve(RUBY)
         results = {}
         for on in (True, False):
-            with config.using(switches(on)):
-                results[on] = judge_with(runtime, job, backend=LocalBackend())
+            results[on] = judge_with(runtime, job, backend=LocalBackend(), config=switches(on))
         assert [t.verdict for t in results[True].tests] == [verdict] * 3
         assert [t.verdict for t in results[False].tests] == [verdict] * 3
 

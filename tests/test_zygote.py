@@ -73,8 +73,8 @@ def plan_for(src: str, language: str = "Python 3") -> tuple[BuildPlan, list[str]
     job = Job(language=language, source_code=src, tests=())
     values = source_layout(runtime, src)
     values["memory_mb"] = "256"
-    with config.using(switches(True)):
-        plan = build_plan(runtime, job, Host(LocalBackend(), "required", None), values, "")
+    host = Host(LocalBackend(), "required", None, switches(True))
+    plan = build_plan(runtime, job, host, values, "")
     assert plan.warm_start, f"no zygote for {language}: {plan.applied}"
     return plan, runtime.expand(plan.run_argv, **plan.values)
 
@@ -395,8 +395,7 @@ def assert_judged_warm_and_cold_by_the_switch(
     monkeypatch.setattr(Sandbox, "close", recording_close)
     results = {}
     for on in (True, False):
-        with config.using(switches(on)):
-            results[on] = judge_with(runtime, job, backend=LocalBackend())
+        results[on] = judge_with(runtime, job, backend=LocalBackend(), config=switches(on))
     assert served == [True, False]
     for r in results.values():
         assert [t.verdict for t in r.tests] == [Verdict.PASSED] * 2 + [Verdict.WRONG_ANSWER]
@@ -596,8 +595,7 @@ def test_the_judge_counts_each_test_once_after_a_forked_memory_kill(language: st
     runtime = resolve(language)
     results = {}
     for on in (True, False):
-        with config.using(switches(on)):
-            results[on] = judge_with(runtime, job, backend=LocalBackend())
+        results[on] = judge_with(runtime, job, backend=LocalBackend(), config=switches(on))
     for r in results.values():
         assert [t.stdout for t in r.tests] == ["0\n", "1\n", "2\n"]
         assert r.verdict is Verdict.PASSED

@@ -19,6 +19,7 @@ import abc
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..config import EngineConfig
 from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
 from ..isolation import LAYERS, IsolationRefused, check_policy, policy_refusal
 from ..languages.registry import Runtime, resolve
@@ -94,9 +95,11 @@ class Backend(abc.ABC):
         compiled: CompileCache | None = None,
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+        config: EngineConfig | None = None,
     ) -> Result:
-        """Judge one validated job with an available `runtime`; an engine failure may raise
-        (the engine turns it into INFRA_ERROR)."""
+        """Judge one validated job with an available `runtime` under the switches `config`
+        (None: the environment's now); an engine failure may raise (the engine turns it into
+        INFRA_ERROR)."""
 
     def warm_compilers(self) -> bool:
         """Whether the runner may compile with a warm compiler on this host
@@ -108,9 +111,12 @@ class Backend(abc.ABC):
         sandbox (`Session.start_warm`): only where the engine's own sandbox runs the programs."""
         return self.host_files
 
-    def expect(self, items: Sequence[tuple[Job, Runtime]]) -> None:
-        """Told the distinct programs of a batch before any is judged (what is worth preparing
-        once for many of them, e.g. a precompiled header); by default nothing."""
+    def expect(
+        self, items: Sequence[tuple[Job, Runtime]], config: EngineConfig | None = None
+    ) -> None:
+        """Told the distinct programs of a batch before any is judged with the switches
+        `config` (what is worth preparing once for many of them, e.g. a precompiled header); by
+        default nothing."""
         return None
 
     #: True when `judge_batch` is implemented: `Engine.judge_many` then hands it every job the
@@ -124,8 +130,10 @@ class Backend(abc.ABC):
         *,
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+        config: EngineConfig | None = None,
     ) -> None:
-        """Judge validated jobs with available runtimes, calling `on_result(i, result)` as each
+        """Judge validated jobs with available runtimes under the switches `config` (None: the
+        environment's now; a job backend sends their speed-ups with the jobs), calling `on_result(i, result)` as each
         result arrives (from any thread; the engine stores it in its cache at once and keeps
         the first answer per `i`). A job left unanswered when this returns is an INFRA_ERROR."""
         raise NotImplementedError(f"backend {self.name!r} judges one job at a time")
@@ -180,10 +188,11 @@ class SessionBackend(Backend):
         compiled: CompileCache | None = None,
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+        config: EngineConfig | None = None,
     ) -> Result:
         from ..run.runner import judge_with  # imported when judging: job backends never need it
 
-        return judge_with(runtime, job, compiled, policy, input_limits, backend=self)
+        return judge_with(runtime, job, compiled, policy, input_limits, backend=self, config=config)
 
     # -- the one place the policy is checked ------------------------------------------------
 

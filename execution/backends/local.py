@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ..config import EngineConfig
 from ..isolation import REQUIRED_LAYERS
 from ..languages.registry import Runtime
 from ..sandbox.command import Sandbox
@@ -14,11 +15,18 @@ from .base import Session, SessionBackend
 
 
 class LocalBackend(SessionBackend):
-    """Programs run in a namespace sandbox on this host, with the host's compilers."""
+    """Programs run in a namespace sandbox on this host, with the host's compilers.
+
+    `test_fail_stage` is for tests only: every sandbox opened fails at that launcher stage
+    (`Sandbox`'s parameter of that name)."""
 
     name = "local"
     required_layers = REQUIRED_LAYERS
     host_files = True
+    test_fail_stage: tuple[str, str] | None = None
+
+    def __init__(self, test_fail_stage: tuple[str, str] | None = None) -> None:
+        self.test_fail_stage = test_fail_stage
 
     def _open(
         self,
@@ -27,13 +35,21 @@ class LocalBackend(SessionBackend):
         policy: str,
         ro_paths: Sequence[str],
     ) -> Session:
-        return Sandbox(ro_paths=ro_paths, files=files, purposes=purposes, isolation=policy)
+        return Sandbox(
+            ro_paths=ro_paths,
+            files=files,
+            purposes=purposes,
+            isolation=policy,
+            test_fail_stage=self.test_fail_stage,
+        )
 
     def host_refusal(self, policy: str) -> str:
         return host_refusal(policy)
 
-    def expect(self, items: Sequence[tuple[Job, Runtime]]) -> None:
-        pch.expect((runtime, job.source_code) for job, runtime in items)
+    def expect(
+        self, items: Sequence[tuple[Job, Runtime]], config: EngineConfig | None = None
+    ) -> None:
+        pch.expect(((runtime, job.source_code) for job, runtime in items), config)
 
     def identity(self) -> str:
         return ""  # the keys of caches made before backends existed

@@ -1,5 +1,5 @@
 """The one cache folder and how files get into it: every cache of the engine (results, compiled
-programs, the launcher and zygotes, headers, preludes, archives) lives below `cache_root()`, and
+programs, the launcher and zygotes, headers, preludes, archives) lives below `cache_root(config)`, and
 is written whole or not at all (`atomic_write`, `atomic_folder`), so a reader never sees half a
 file and two writers racing both end with a whole one."""
 
@@ -13,17 +13,18 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import config
+from ..config import EngineConfig, or_env
 
 
-def cache_root() -> Path:
-    """The project's one cache directory: `$CODE_EVAL_CACHE`, else `~/.cache/code_eval_taskpack`.
+def cache_root(config: EngineConfig | None = None) -> Path:
+    """The project's one cache directory: the configuration's `cache` (None: `$CODE_EVAL_CACHE`
+    now), else `~/.cache/code_eval_taskpack`.
 
     Everything cached lives below it: results (`exec/`), the sandbox launcher (`launcher/`),
     downloads (`urls/`). Always absolute (a relative `$CODE_EVAL_CACHE` is taken from the
     current directory here, once): its paths are handed to sandboxes, whose working directory is
     their own."""
-    chosen = config.current().cache
+    chosen = or_env(config).cache
     base = str(chosen) if chosen is not None else str(Path.home() / ".cache" / "code_eval_taskpack")
     with _roots_lock:  # once per value: a later chdir of the process does not move the cache
         return _roots.setdefault(base, absolute(base))
@@ -39,9 +40,9 @@ def absolute(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.abspath(Path(path).expanduser()))
 
 
-def default_cache_dir() -> Path:
+def default_cache_dir(config: EngineConfig | None = None) -> Path:
     """Where judged results are cached: `<cache_root>/exec`."""
-    return cache_root() / "exec"
+    return cache_root(config) / "exec"
 
 
 def atomic_write(path: Path, data: bytes) -> None:

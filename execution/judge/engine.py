@@ -22,7 +22,7 @@ from ..backends import Backend, get_backend
 from ..backends.base import oversized_source, verdict_under_policy
 from ..caches.compiles import CompileCache
 from ..caches.results import ResultCache, job_key
-from ..config import EngineConfig, using
+from ..config import EngineConfig, or_env
 from ..execeval.compat import execeval_line_ends
 from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits, validate_job
 from ..isolation import check_policy
@@ -40,8 +40,10 @@ class Engine:
     INFRA_ERROR naming the missing layers; "best-effort" runs with what the host offers (results
     list what is missing). `backend` is where programs run: a registered name
     (`execution.backends`, default "local") or a `Backend` instance. `config` holds the engine
-    switches (`execution.config`) the local backend's speed-ups obey while this engine judges;
-    None follows the environment (`classic_build` is the registry's, chosen when it is loaded).
+    switches (`execution.config`), handed to the backend with every program (a session backend's
+    build plans obey them, a job backend sends their speed-ups on); None follows the environment
+    as it is when a program is judged (`classic_build` is the registry's, chosen when it is
+    loaded).
     """
 
     def __init__(
@@ -116,11 +118,19 @@ class Engine:
             job = execeval_line_ends(job)
         return job, runtime
 
-    def judge(self, job: Job) -> Result:
-        """Judge one program (cache first)."""
+    def switches(self, config: EngineConfig | None = None) -> EngineConfig:
+        """The switches a program is judged with now: `config` if given, else this engine's,
+        else the environment's as it is at this call."""
+        if config is not None:
+            return config
+        return or_env(self.config)
+
+    def judge(self, job: Job, config: EngineConfig | None = None) -> Result:
+        """Judge one program (cache first); `config`, when given, holds the switches this one
+        program is judged with instead of the engine's (a judge server's driver sends them)."""
         eff, runtime = self._effective(job)
         key = self.key(eff, runtime) if self.cache is not None else ""
-        return self._judge_resolved(eff, runtime, key, job.id)
+        return self._judge_resolved(eff, runtime, key, job.id, config)
 
     def judge_as(self, job: Job, runtime: Runtime) -> Result:
         """Judge one program with an explicit runtime instead of the registry's entry for its
@@ -130,19 +140,26 @@ class Engine:
         key = self.key(eff, runtime) if self.cache is not None else ""
         return self._judge_resolved(eff, runtime, key, job.id)
 
-    def _judge_resolved(self, job: Job, runtime: Runtime, key: str, job_id: str) -> Result:
+    def _judge_resolved(
+        self,
+        job: Job,
+        runtime: Runtime,
+        key: str,
+        job_id: str,
+        config: EngineConfig | None = None,
+    ) -> Result:
         """Judge a resolved job whose cache key is `key` (computed once by the caller)."""
         hit = self._cached(key, job)
         if hit is not None:
             hit.id = job_id
             return hit
-        result = self._run(job, runtime)
+        result = self._run(job, runtime, config)
         result.id = job_id
         if self.cache is not None:
             self.cache.put_key(key, result)
         return result
 
-    def _run(self, job: Job, runtime: Runtime) -> Result:
+    def _run(self, job: Job, runtime: Runtime, config: EngineConfig | None = None) -> Result:
         with self._slots:
             with self._lock:
                 self.judged += 1
@@ -152,14 +169,14 @@ class Engine:
                 oversized = oversized_source(job, runtime, self.input_limits)
                 if oversized is not None:  # whichever backend judges, and whatever its limits
                     return oversized
-                with using(self.config):
-                    return self.backend.judge(
-                        job,
-                        runtime,
-                        compiled=self.compiled,
-                        policy=self.isolation,
-                        input_limits=self.input_limits,
-                    )
+                return self.backend.judge(
+                    job,
+                    runtime,
+                    compiled=self.compiled,
+                    policy=self.isolation,
+                    input_limits=self.input_limits,
+                    config=self.switches(config),
+                )
             except Exception as exc:  # an engine bug must not become the program's fault
                 return Result(
                     verdict=Verdict.INFRA_ERROR,
@@ -203,14 +220,15 @@ class Engine:
             if progress is not None:
                 progress(done, total)
 
-        self.backend.expect([prepared[idx[0]] for idx in groups.values()])
+        switches = self.switches()
+        self.backend.expect([prepared[idx[0]] for idx in groups.values()], switches)
         if self.backend.supports_batches:
-            self._judge_batch(prepared, groups, deliver)
+            self._judge_batch(prepared, groups, deliver, switches)
             return [r for r in results if r is not None]
         pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="judge")
         try:
             futures = {
-                pool.submit(self._judge_resolved, *prepared[idx[0]], key, ""): idx
+                pool.submit(self._judge_resolved, *prepared[idx[0]], key, "", switches): idx
                 for key, idx in groups.items()
             }
             for fut in as_completed(futures):
@@ -228,6 +246,7 @@ class Engine:
         prepared: Sequence[tuple[Job, Runtime]],
         groups: Mapping[str, list[int]],
         deliver: Callable[[list[int], Result], None],
+        switches: EngineConfig,
     ) -> None:
         """Batches on a backend that judges them whole (e.g. a cluster): cache hits and
         unavailable runtimes are answered here, the rest go to `Backend.judge_batch` in one
@@ -262,10 +281,13 @@ class Engine:
 
         items = [prepared[idx[0]] for _, idx in todo]
         try:
-            with using(self.config):  # what a job backend sends on with the jobs
-                self.backend.judge_batch(
-                    items, on_result, policy=self.isolation, input_limits=self.input_limits
-                )
+            self.backend.judge_batch(
+                items,
+                on_result,
+                policy=self.isolation,
+                input_limits=self.input_limits,
+                config=switches,
+            )
         except Exception as exc:  # the backend failed as a whole: what is unanswered is ours
             failure = f"engine error: {exc!r}\n{traceback.format_exc(limit=5)}"
         else:

@@ -43,9 +43,10 @@ CLASSIC_ENV = config.BY_FIELD["classic_build"].env
 COMPILE_DIRECT = "compile_direct"
 
 
-def classic_build() -> bool:
-    """Whether the classic (pre-speed-up) compile and run command lines are asked for."""
-    return config.current().classic_build
+def classic_build(switches: config.EngineConfig | None = None) -> bool:
+    """Whether the classic (pre-speed-up) compile and run command lines are asked for (None:
+    by the environment now)."""
+    return config.or_env(switches).classic_build
 
 
 class UnknownLanguageError(ValueError):

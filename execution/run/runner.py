@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..caches.compiles import CompileCache, CompiledEntry, PolicyView, compile_key
+from ..config import EngineConfig, or_env
 from ..inputs import DEFAULT_INPUT_LIMITS, InputLimits, source_too_large
 from ..isolation import SandboxError
 from ..languages.registry import Runtime, java_layout
@@ -149,11 +150,12 @@ def judge_with(
     input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
     *,
     backend: SessionBackend,
+    config: EngineConfig | None = None,
 ) -> Result:
     """Judge `job` with `runtime` (already resolved and available) and `job.comparator`;
     `compiled` caches compilations across jobs; `isolation` is the policy; `backend` opens
     the program's sessions (its `host_files` decides whether the speed-ups made on this host
-    apply). A source over `input_limits.source_bytes` is a
+    apply); `config` holds the switches the speed-ups obey (None: the environment's now). A source over `input_limits.source_bytes` is a
     COMPILATION_ERROR without any sandbox (it would not fit the work dir anyway)."""
     too_large = source_too_large(job.source_code, input_limits)
     if too_large:
@@ -181,7 +183,9 @@ def judge_with(
         fingerprint = f"{fingerprint}|isolation={isolation}"
     if isinstance(compiled, CompileCache):  # entries only of sandboxes that met the policy
         compiled = PolicyView(compiled, isolation, tuple(backend.required_layers))
-    plan = build_plan(runtime, job, Host(backend, isolation, compiled), values, fingerprint)
+    plan = build_plan(
+        runtime, job, Host(backend, isolation, compiled, or_env(config)), values, fingerprint
+    )
     # the exact command lines are part of the result: flags decide verdicts (e.g. `-include`)
     compile_argv = plan.compile_argv
     info["compile_argv"] = runtime.expand(compile_argv, **plan.values) if compile_argv else None

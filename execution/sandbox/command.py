@@ -97,11 +97,6 @@ NS_SAMPLE_MS = 10
 #: two verdicts). Pages must be touched to count, and touching is bounded by memory bandwidth
 #: between two samples, so the overshoot stays what the README's accuracy note says.
 SAMPLED_AS_HEADROOM_MB = 4096
-#: tests only: (launcher stage, purpose), e.g. ("setuid", "run"): every command of that purpose
-#: fails at that stage with EAGAIN, as a real setuid/exec failure would; ("unshare", purpose)
-#: makes the sandbox's start fail. Set, it selects the launcher built with -DTEST_HOOKS (the
-#: production launcher refuses the flag).
-TEST_FAIL_STAGE: tuple[str, str] | None = None
 
 
 def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -152,6 +147,10 @@ class Sandbox:
     compiling (e.g. files left in the tmpfs work dir) never counts against the program's run.
     `isolation` is the policy: "required" raises IsolationRefused unless every layer of
     REQUIRED_LAYERS is active; "best-effort" runs with fewer layers and lists the missing ones.
+    `test_fail_stage` is for tests only: (launcher stage, purpose), e.g. ("setuid", "run"):
+    every command of that purpose fails at that stage with EAGAIN, as a real setuid/exec
+    failure would; ("unshare", purpose) makes the sandbox's start fail. Given, it selects the
+    launcher built with -DTEST_HOOKS (the production launcher refuses the flag).
     """
 
     def __init__(
@@ -164,8 +163,10 @@ class Sandbox:
         box_mb: int = 512,
         purposes: Sequence[str] = ("run",),
         isolation: str = "required",
+        test_fail_stage: tuple[str, str] | None = None,
     ) -> None:
         self.policy = check_policy(isolation)
+        self._test_fail_stage = test_fail_stage
         self.isolation = _isolation_template(self.policy)
         self._purposes = list(purposes)
         self._cgroups: dict[str, cgroups.CgroupSet] = {}
@@ -202,8 +203,8 @@ class Sandbox:
         iso["new_session"] = True
         iso["rlimits"] = True
         iso["env_allowlist"] = True
-        test_hooks = TEST_FAIL_STAGE is not None
-        launcher, reason = launcher_binary(test_hooks)
+        fail_stage = self._test_fail_stage
+        launcher, reason = launcher_binary(test_hooks=fail_stage is not None)
         if launcher is None:
             raise SandboxError(reason)
         for name, _ in files.items():
@@ -235,8 +236,8 @@ class Sandbox:
         args = ["--io", str(self._io), "--ncpu", str(cpu_count())]
         if host.seccomp:
             args.append("--seccomp")
-        if test_hooks and TEST_FAIL_STAGE is not None and TEST_FAIL_STAGE[1] in self._purposes:
-            stage, purpose = TEST_FAIL_STAGE
+        if fail_stage is not None and fail_stage[1] in self._purposes:
+            stage, purpose = fail_stage
             args += ["--test-fail-stage", f"{stage}:{self._purposes.index(purpose)}"]
         for i, purpose in enumerate(self._purposes):
             cset = self._cgroups.get(purpose)

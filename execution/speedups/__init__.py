@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..config import EngineConfig
 from ..languages.registry import Runtime
 from ..limits import Limits
 from ..types import Job
@@ -36,11 +37,13 @@ WarmCompile = Callable[[Runtime, list[str], str, bytes, Limits], Any]
 
 @dataclass(frozen=True)
 class Host:
-    """Where a plan runs: the session backend, the isolation policy, the compile cache view."""
+    """Where a plan runs: the session backend, the isolation policy, the compile cache view and
+    the engine's switches, which each strategy reads here (never from the environment)."""
 
     backend: SessionBackend
     isolation: str
     compiled: CompileCache | PolicyView | None
+    config: EngineConfig
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,9 @@ _PACKAGE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 _CONSTRAINT = re.compile(r"^[ \t]*//[ \t]*(?:go:build|\+build)", re.MULTILINE)
 
 
-def enabled() -> bool:
-    return config.current().go_direct
+def enabled(switches: config.EngineConfig | None = None) -> bool:
+    """The switch (None: as the environment sets it now)."""
+    return config.or_env(switches).go_direct
 
 
 @dataclass(frozen=True)
@@ -98,11 +99,18 @@ _lock = threading.Lock()
 _made: dict[str, Tools | None] = {}
 
 
-def tools(runtime: Runtime, probe: Prober) -> Tools | None:
+def tools(
+    runtime: Runtime, probe: Prober, switches: config.EngineConfig | None = None
+) -> Tools | None:
     """The direct build's tools of `runtime` (probed once per fingerprint and process)."""
     if not catalog_commands(runtime):
         return None  # a custom command or flags: they decide, through the go command
-    if runtime.compile_direct is None or runtime.binary is None or runtime.classic or not enabled():
+    if (
+        runtime.compile_direct is None
+        or runtime.binary is None
+        or runtime.classic
+        or not enabled(switches)
+    ):
         return None
     fp = runtime.fingerprint()
     with _lock:
@@ -165,7 +173,7 @@ class DirectGo:
         return applies(job.source_code)
 
     def apply(self, plan: BuildPlan, runtime: Runtime, job: Job, host: Host) -> BuildPlan:
-        direct = tools(runtime, prober(runtime, host, "compile"))
+        direct = tools(runtime, prober(runtime, host, "compile"), host.config)
         if direct is None:
             return plan
         return plan.changed(

@@ -70,14 +70,15 @@ _lock = threading.Lock()
 _checked: dict[tuple[str, str], Archive | None] = {}
 
 
-def switched_on() -> bool:
-    """`CODE_EVAL_JVM_CDS` as set now."""
-    return config.current().jvm_cds
+def switched_on(switches: config.EngineConfig | None = None) -> bool:
+    """`CODE_EVAL_JVM_CDS` of `switches` (None: as the environment sets it now)."""
+    return config.or_env(switches).jvm_cds
 
 
-def enabled() -> bool:
+def enabled(switches: config.EngineConfig | None = None) -> bool:
     """Whether runs may use the archive: the switch is on and the build is not classic."""
-    return switched_on() and not config.current().classic_build
+    chosen = config.or_env(switches)
+    return switched_on(chosen) and not chosen.classic_build
 
 
 def applies(runtime: Runtime, memory_mb: int = 0) -> bool:
@@ -110,25 +111,26 @@ def jdk_identity(java: str) -> str | None:
     return json.dumps([java, version, stats, warmup, GC_FLAG])
 
 
-def prepare() -> Archive | None:
-    """The checked archive of this host's JDK (made once, checked once per process), or None:
-    run the classic command line."""
+def prepare(switches: config.EngineConfig | None = None) -> Archive | None:
+    """The checked archive of this host's JDK below the cache of `switches` (made once, checked
+    once per process and cache), or None: run the classic command line."""
     java = java_binary()
     if java is None:
         return None
-    key = (str(cache_root()), java)
+    root = cache_root(switches)
+    key = (str(root), java)
     with _lock:
         if key not in _checked:
-            _checked[key] = _made(java)
+            _checked[key] = _made(java, root)
         return _checked[key]
 
 
-def _made(java: str) -> Archive | None:
+def _made(java: str, root: Path) -> Archive | None:
     identity = jdk_identity(java)
     if identity is None:
         return None
     digest = hashlib.sha256(identity.encode()).hexdigest()[:32]
-    directory = cache_root() / "startup" / f"jvm-cds-{digest}"
+    directory = root / "startup" / f"jvm-cds-{digest}"
     if not (directory / ARCHIVE).is_file():
         try:
             atomic_folder(directory, lambda tmp: _build(java, tmp))
@@ -216,12 +218,12 @@ class JvmClassData:
     (the archive lives here), while `CODE_EVAL_JVM_CDS` is on."""
 
     def applies(self, runtime: Runtime, job: Job, host: Host) -> bool:
-        if not (host.backend.host_files and enabled()):
+        if not (host.backend.host_files and enabled(host.config)):
             return False
         return applies(runtime, job.memory_limit_mb)
 
     def apply(self, plan: BuildPlan, runtime: Runtime, job: Job, host: Host) -> BuildPlan:
-        made = prepare()
+        made = prepare(host.config)
         if made is None:
             return plan
         folder = SharedFolder(made.directory)

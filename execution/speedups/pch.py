@@ -56,8 +56,9 @@ MAX_HEADERS = 40
 BUILD_LIMITS = COMPILE_LIMITS.scaled(output_bytes=512 * MB)
 
 
-def enabled() -> bool:
-    return config.current().pch
+def enabled(switches: config.EngineConfig | None = None) -> bool:
+    """The switch (None: as the environment sets it now)."""
+    return config.or_env(switches).pch
 
 
 def leading_headers(source: str) -> tuple[str, ...]:
@@ -142,16 +143,18 @@ def key(runtime: Runtime, build: tuple[str, ...], text: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def store_root(compiled_root: Path | None) -> Path:
-    return (compiled_root / "pch") if compiled_root is not None else cache_root() / "pch"
+def store_root(compiled_root: Path | None, switches: config.EngineConfig | None = None) -> Path:
+    return (compiled_root / "pch") if compiled_root is not None else cache_root(switches) / "pch"
 
 
-def _plan(runtime: Runtime, source: str) -> tuple[str, tuple[str, ...], str] | None:
+def _plan(
+    runtime: Runtime, source: str, switches: config.EngineConfig | None = None
+) -> tuple[str, tuple[str, ...], str] | None:
     """(key, build argv, header text) of the header `source` would use, or None."""
     build = runtime.pch_build
     if not catalog_commands(runtime):
         return None  # a custom command or flags: the header was built for the catalog's
-    if not enabled() or runtime.compile is None or build is None or runtime.classic:
+    if not enabled(switches) or runtime.compile is None or build is None or runtime.classic:
         return None
     headers = leading_headers(source)
     if not headers:
@@ -161,12 +164,14 @@ def _plan(runtime: Runtime, source: str) -> tuple[str, tuple[str, ...], str] | N
     return key(runtime, build, text), build, text
 
 
-def expect(programs: Iterable[tuple[Runtime, str]]) -> None:
-    """Announce a batch's (runtime, source) pairs: an include list that enough of them share
-    gets its header built for the first of them."""
+def expect(
+    programs: Iterable[tuple[Runtime, str]], switches: config.EngineConfig | None = None
+) -> None:
+    """Announce a batch's (runtime, source) pairs, to be judged with `switches`: an include
+    list that enough of them share gets its header built for the first of them."""
     counts: dict[str, int] = {}
     for runtime, source in programs:
-        plan = _plan(runtime, source)
+        plan = _plan(runtime, source, switches)
         if plan is not None:
             counts[plan[0]] = counts.get(plan[0], 0) + 1
     with _locks_guard:
@@ -175,13 +180,17 @@ def expect(programs: Iterable[tuple[Runtime, str]]) -> None:
 
 
 def for_source(
-    runtime: Runtime, source: str, root: Path, build_one: Builder
+    runtime: Runtime,
+    source: str,
+    root: Path,
+    build_one: Builder,
+    switches: config.EngineConfig | None = None,
 ) -> tuple[Pch, tuple[str, ...]] | None:
     """The precompiled header for `source` (built now when missing and enough programs share
     its include list) and the compile argv that uses it, or None (not a C++ runtime with
     `pch_build`, switched off, no leading standard includes, too few programs, or the build
     failed)."""
-    plan = _plan(runtime, source)
+    plan = _plan(runtime, source, switches)
     if plan is None:
         return None
     k, build, text = plan
@@ -223,7 +232,7 @@ class PrecompiledHeader:
     def applies(self, runtime: Runtime, job: Job, host: Host) -> bool:
         if runtime.compile is None or runtime.pch_build is None:
             return False
-        return host.backend.host_files and enabled()
+        return host.backend.host_files and enabled(host.config)
 
     def apply(self, plan: BuildPlan, runtime: Runtime, job: Job, host: Host) -> BuildPlan:
         compiled = host.compiled
@@ -238,7 +247,9 @@ class PrecompiledHeader:
         def build(text: str, argv: tuple[str, ...], limits: Limits) -> bytes | None:
             return _build_header(host, runtime, text, argv, limits)
 
-        header = for_source(runtime, job.source_code, store_root(root), build)
+        header = for_source(
+            runtime, job.source_code, store_root(root, host.config), build, host.config
+        )
         if header is None:
             return plan
         made, argv = header

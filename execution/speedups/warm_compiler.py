@@ -30,6 +30,7 @@ next to it. Switch: the environment variable CODE_EVAL_WARM_COMPILERS=0 turns th
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import io
 import logging
@@ -81,9 +82,9 @@ TIMEOUT_SHARE = 0.25
 MAX_START_FAILURES = 3
 
 
-def enabled() -> bool:
+def enabled(switches: config.EngineConfig | None = None) -> bool:
     """False when CODE_EVAL_WARM_COMPILERS is 0/false/no/off."""
-    return config.current().warm_compilers
+    return config.or_env(switches).warm_compilers
 
 
 @dataclass(frozen=True)
@@ -445,19 +446,19 @@ class WarmPool:
         self._failures: dict[str, int] = {}
         self._count: dict[str, int] = {}
         self._live: set[WarmServer] = set()
-        self.per_spec = per_spec  # None: CODE_EVAL_WARM_SERVERS (config.py), read when needed
+        self.per_spec = per_spec  # None: the switches' warm_servers, given with each compile
         self.started = 0
 
-    def _limit(self) -> int:
-        """Servers per spec: the pool's own number, else the engine switch's."""
-        return self.per_spec if self.per_spec is not None else config.current().warm_servers
+    def _limit(self, switches: config.EngineConfig | None = None) -> int:
+        """Servers per spec: the pool's own number, else the switch's (None: the environment's)."""
+        return self.per_spec if self.per_spec is not None else config.or_env(switches).warm_servers
 
     def servers(self) -> list[WarmServer]:
         """The servers alive now (idle or compiling)."""
         with self._cond:
             return list(self._live)
 
-    def _take(self, key: str) -> tuple[bool, WarmServer | None]:
+    def _take(self, key: str, limit: int) -> tuple[bool, WarmServer | None]:
         """(usable, server): an idle server, or (True, None) for "start one", or (False, None)
         when this spec's servers keep failing to start."""
         with self._cond:
@@ -467,16 +468,22 @@ class WarmPool:
                 idle = self._idle.get(key)
                 if idle:
                     return True, idle.pop()
-                if self._count.get(key, 0) < self._limit():
+                if self._count.get(key, 0) < limit:
                     self._count[key] = self._count.get(key, 0) + 1
                     return True, None
                 self._cond.wait()
 
     def compile(
-        self, spec: ServerSpec, args: tuple[str, ...], source_name: str, source: bytes, cap: int
+        self,
+        spec: ServerSpec,
+        args: tuple[str, ...],
+        source_name: str,
+        source: bytes,
+        cap: int,
+        switches: config.EngineConfig | None = None,
     ) -> WarmReply | None:
         """A trusted warm answer, or None: compile cold."""
-        usable, server = self._take(spec.key)
+        usable, server = self._take(spec.key, self._limit(switches))
         if not usable:
             return None
         if server is None:
@@ -530,17 +537,22 @@ atexit.register(POOL.close)
 
 
 def warm_compile(
-    runtime: Runtime, argv: list[str], source_name: str, source: bytes, limits: Limits
+    runtime: Runtime,
+    argv: list[str],
+    source_name: str,
+    source: bytes,
+    limits: Limits,
+    switches: config.EngineConfig | None = None,
 ) -> WarmReply | None:
-    """Compile `source` with the runtime's warm compiler if it has one and the switch allows:
+    """Compile `source` with the runtime's warm compiler if it has one and `switches` allow:
     a trusted answer, or None (compile cold). `argv` and `limits` are the cold compile's."""
-    if not enabled():
+    if not enabled(switches):
         return None
     found = server_spec(runtime, argv, limits)
     if found is None:
         return None
     spec, args = found
-    return POOL.compile(spec, args, source_name, source, limits.output_bytes)
+    return POOL.compile(spec, args, source_name, source, limits.output_bytes, switches)
 
 
 # -- the strategy ------------------------------------------------------------------------------
@@ -554,4 +566,6 @@ class WarmCompiler:
         return runtime.compile is not None and host.backend.warm_compilers()
 
     def apply(self, plan: BuildPlan, runtime: Runtime, job: Job, host: Host) -> BuildPlan:
-        return plan.changed("warm_compiler", warm_compile=warm_compile)
+        return plan.changed(
+            "warm_compiler", warm_compile=functools.partial(warm_compile, switches=host.config)
+        )

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ...caches.compiles import CompileCache
-from ...config import current, using
+from ...config import EngineConfig
 from ...sandbox import cgroups
 from ...types import Job, Result, Verdict, job_from_dict
 from .. import get_backend
@@ -58,7 +58,7 @@ def handle(req: Any) -> dict[str, Any]:
             return expect(req["expect"])
         job = job_from_dict(req["job"])
         policy = str(req.get("policy", "required"))
-        switches = current().with_speedups(req.get("engine"))
+        switches = EngineConfig.from_env().with_speedups(req.get("engine"))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return {"error": f"bad request: {exc}"}
     local = get_backend("local")
@@ -66,8 +66,7 @@ def handle(req: Any) -> dict[str, Any]:
     if not runtime.available:
         return {"error": f"runtime {runtime.name} unavailable in the image: {runtime.reason}"}
     before = container_oom_kills()
-    with using(switches):
-        result = local.judge(job, runtime, compiled=compiled(), policy=policy)
+    result = local.judge(job, runtime, compiled=compiled(), policy=policy, config=switches)
     after = container_oom_kills()
     if before is None or after is None:
         result.isolation.setdefault("notes", []).append(

@@ -56,7 +56,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from ...config import EngineConfig, current
+from ...config import EngineConfig, or_env
 from ...inputs import DEFAULT_INPUT_LIMITS, InputLimits
 from ...isolation import (
     CONTAINER_LAYERS,
@@ -621,9 +621,12 @@ class ContainerBackend(JobBackend):
                 self._idle.put(c)
             return c
 
-    def expect(self, items: Sequence[tuple[Job, Runtime]]) -> None:
+    def expect(
+        self, items: Sequence[tuple[Job, Runtime]], config: EngineConfig | None = None
+    ) -> None:
         """Remember a batch's compiled programs; each container is told them before it judges
-        its first job of the batch (the agent's local backend decides what to prepare)."""
+        its first job of the batch (the agent's local backend decides what to prepare, under
+        its own switches: `config` goes with each job)."""
         programs = [
             {"language": job.language, "source_code": job.source_code}
             for job, runtime in items
@@ -670,6 +673,7 @@ class ContainerBackend(JobBackend):
         compiled: Any = None,
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+        config: EngineConfig | None = None,
     ) -> Result:
         oversized = oversized_source(job, runtime, input_limits)
         if oversized is not None:  # the caller's bound: the agent knows only the default ones
@@ -695,7 +699,7 @@ class ContainerBackend(JobBackend):
                 isolation={"backend": self.name, **c.layers},
             )
         request: dict[str, Any] = {"job": job_to_dict(job), "policy": policy}
-        switches = current().speedups()
+        switches = or_env(config).speedups()
         if switches != EngineConfig().speedups():  # only what differs from the agent's defaults
             request["engine"] = switches
         try:

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...config import current
+from ...config import EngineConfig
 from ...inputs import InputLimits
 from ...isolation import REQUIRED_LAYERS
 from ...languages.registry import Runtime
@@ -70,6 +70,7 @@ class BatchRun:
         on_result: Callable[[int, Result], None],
         policy: str,
         input_limits: InputLimits,
+        config: EngineConfig,
     ) -> None:
         self.backend = backend
         self.ray = ray
@@ -77,7 +78,7 @@ class BatchRun:
         self.on_result = on_result
         self.policy = policy
         self.input_limits = input_limits
-        self.switches = current().speedups()  # the driver's speed-ups, sent with every call
+        self.switches = config.speedups()  # the driver's speed-ups, sent with every call
         self.answered: set[int] = set()
         self.nodes: dict[str, NodeState] = {}
         self.queues: dict[str, deque[Program]] = {}

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...auth import TokenError
+from ...config import EngineConfig, or_env
 from ...inputs import DEFAULT_INPUT_LIMITS, InputLimits
 from ...isolation import SandboxError, check_policy
 from ...languages.registry import Runtime, resolve
@@ -444,6 +445,7 @@ class RayBackend(JobBackend):
         compiled: Any = None,
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+        config: EngineConfig | None = None,
     ) -> Result:
         got: list[Result] = []
         self.judge_batch(
@@ -451,6 +453,7 @@ class RayBackend(JobBackend):
             lambda n, r: got.append(r),
             policy=policy,
             input_limits=input_limits,
+            config=config,
         )
         if not got:
             raise SandboxError("the Ray cluster returned no result")
@@ -463,13 +466,15 @@ class RayBackend(JobBackend):
         *,
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+        config: EngineConfig | None = None,
     ) -> None:
         """Share the batch among the nodes and hand over each result as it comes back (each
-        job exactly once); see `ray_batch.BatchRun`."""
+        job exactly once), with the speed-ups of `config` (None: the environment's now); see
+        `ray_batch.BatchRun`."""
         from .batch import BatchRun
 
         ray = self._ray()
         refusal = self.check_auth()
         if refusal:
             raise SandboxError(refusal)
-        BatchRun(self, ray, items, on_result, policy, input_limits).run()
+        BatchRun(self, ray, items, on_result, policy, input_limits, or_env(config)).run()

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...config import EngineConfig, current
+from ...config import EngineConfig
 from ...inputs import InputLimits
 from ...languages.registry import resolve
 from ...types import Job
@@ -108,6 +108,8 @@ class NodeJudge:
         """Judge `jobs` with this node's engine (in parallel up to its CPUs, across every call
         in flight) under the driver's speed-up `switches` (`config.SPEEDUPS` only, validated);
         results as dictionaries, in order."""
-        engine = self._engine(policy, input_limits, current().with_speedups(switches))
+        # the node's own switches (its environment now) with the driver's speed-ups in place
+        config = EngineConfig.from_env().with_speedups(switches)
+        engine = self._engine(policy, input_limits, config)
         results = engine.judge_many(list(jobs))
         return node_identity(), [r.to_dict() for r in results]

@@ -38,7 +38,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ...auth import read_token
-from ...config import EngineConfig, current
+from ...config import EngineConfig, or_env
 from ...deadline import Deadline
 from ...inputs import DEFAULT_INPUT_LIMITS, InputLimits
 from ...isolation import REQUIRED_LAYERS, check_policy
@@ -301,6 +301,7 @@ class RemoteBackend(JobBackend):
         compiled: Any = None,
         policy: str = "required",
         input_limits: InputLimits = DEFAULT_INPUT_LIMITS,
+        config: EngineConfig | None = None,
     ) -> Result:
         timeout = self.timeout or _job_timeout(job, runtime)
         tried: list[str] = []
@@ -322,7 +323,7 @@ class RemoteBackend(JobBackend):
                 continue
             tried.append(server.url)
             try:
-                result = self._judge_on(server, job, timeout, policy, input_limits)
+                result = self._judge_on(server, job, timeout, policy, input_limits, config)
             except _Refused as exc:
                 refused.add(server.url)
                 tried.pop()
@@ -524,10 +525,17 @@ class RemoteBackend(JobBackend):
             raise ServerError(f"malformed runtime info: {exc}") from None
 
     def _judge_on(
-        self, server: Server, job: Job, timeout: float, policy: str, input_limits: InputLimits
+        self,
+        server: Server,
+        job: Job,
+        timeout: float,
+        policy: str,
+        input_limits: InputLimits,
+        config: EngineConfig | None,
     ) -> Result:
-        """The server's result for `job`; `_Refused` when the server may not judge under
-        `policy`, and INFRA_ERROR when its result was judged under a weaker one."""
+        """The server's result for `job`, sent with the speed-ups of `config` (None: the
+        environment's now); `_Refused` when the server may not judge under `policy`, and
+        INFRA_ERROR when its result was judged under a weaker one."""
         identity = self._identity(server)
         refusal = self.server_refusal(server.url, identity, policy)
         if refusal:
@@ -538,7 +546,7 @@ class RemoteBackend(JobBackend):
                 result, job, policy, REQUIRED_LAYERS, input_limits, server.url
             )
         request: dict[str, object] = {"job": job_to_wire(job)}
-        switches = current().speedups()
+        switches = or_env(config).speedups()
         if switches != EngineConfig().speedups():  # only what differs from a node's defaults
             request["engine"] = switches
         body = json.dumps(request).encode("utf-8", "surrogatepass")

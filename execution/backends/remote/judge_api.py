@@ -14,7 +14,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from ...config import EngineConfig, current, using
+from ...config import EngineConfig
 from ...inputs import validate_job
 from ...languages.registry import UnknownLanguageError
 from ...types import Job
@@ -46,7 +46,7 @@ def parse_judge(raw: bytes, engine: Engine) -> JudgeRequest | Reply:
         job = job_from_wire(body["job"])
         validate_job(job, engine.input_limits)
         # the driver's speed-up switches (config.SPEEDUPS only: never isolation), validated
-        switches = (engine.config or current()).with_speedups(body.get("engine"))
+        switches = engine.switches().with_speedups(body.get("engine"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         return HTTPStatus.BAD_REQUEST, {"error": f"invalid JSON: {exc!r}"[:500]}
     except ValueError as exc:  # ProtocolError, InvalidJob, a huge integer
@@ -57,8 +57,7 @@ def parse_judge(raw: bytes, engine: Engine) -> JudgeRequest | Reply:
 def judge(engine: Engine, request: JudgeRequest) -> Reply:
     """An admitted `POST /api/judge`: one whole Job in, its whole Result out (INFRA_ERROR
     included: the client decides what an engine failure means)."""
-    with using(request.switches):
-        result = engine.judge(request.job)
+    result = engine.judge(request.job, config=request.switches)
     return HTTPStatus.OK, {"result": result.to_dict(), "server": {"engine_version": ENGINE_VERSION}}
 
 

@@ -37,15 +37,16 @@ _SYSCONFIG = (
 )
 
 
-def enabled() -> bool:
+def enabled(switches: config.EngineConfig | None = None) -> bool:
     """The switch (`CODE_EVAL_ZYGOTE`, config.py): tests forked from a zygote, else all cold."""
-    return config.current().zygote
+    return config.or_env(switches).zygote
 
 
-def cpython_enabled() -> bool:
+def cpython_enabled(switches: config.EngineConfig | None = None) -> bool:
     """CPython's own switch (`CODE_EVAL_CPYTHON_ZYGOTE`, off by default), within `enabled`: a
     forked CPython test shares its program's string hash seed, which a set's order shows."""
-    return config.current().zygote and config.current().cpython_zygote
+    chosen = config.or_env(switches)
+    return chosen.zygote and chosen.cpython_zygote
 
 
 _lock = threading.Lock()

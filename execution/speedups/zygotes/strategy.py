@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from ... import config
+from ...config import EngineConfig
 from ...languages.registry import Runtime, catalog_commands
 from ...sandbox.host_probe import host_isolation
 from ...sandbox.view import SharedFolder
@@ -36,10 +36,10 @@ class CPythonZygote:
     #: the zygote of an interpreter: (binary, "") or (None, why there is none)
     binary: Callable[[str], tuple[Path | None, str]] = staticmethod(cpython.zygote_binary)
     #: whether the switches let it apply (CPython's own is off by default: README)
-    switched_on: Callable[[], bool] = staticmethod(cpython.cpython_enabled)
+    switched_on: Callable[[EngineConfig], bool] = staticmethod(cpython.cpython_enabled)
 
     def applies(self, runtime: Runtime, job: Job, host: Host) -> bool:
-        if not self.switched_on() or config.current().classic_build:
+        if not self.switched_on(host.config) or host.config.classic_build:
             return False
         if not host.backend.warm_starts():
             return False
