@@ -10,8 +10,8 @@ itself, with a model that answers each request with its logged responses: lm-eva
 documents from the task config it wrote (its protocol settings, limit, seeds, gen_kwargs), runs
 the tasks' own filters (the engine batch), `process_results`, aggregations, groups and stderr, so
 the files are those an in-harness run writes. The rebuilt documents must be the logged ones (all
-fields but the per-process judging keys `_protocol`, `_exec` and `grading`), and so must the
-targets, the prompts and the responses.
+fields but the per-process judging keys `_exec` and `grading`, and the `_protocol` of earlier
+versions), and so must the targets, the prompts and the responses.
 
 Every logged row is judged (`predict_only.judging_logged`): a row this machine cannot judge (its
 runtime is missing, a grader's infrastructure fails) is written with INFRA_ERROR verdicts (an
@@ -82,9 +82,10 @@ EVALUATED = (
 TIMING = ("date", "start_time", "end_time", "total_evaluation_time_seconds", "task_hashes")
 #: metadata keys the task YAML files own (the rest came from --metadata and model_args)
 YAML_METADATA = ("version", protocol.PROTOCOL_KEY, "config_source", *protocol.INTERNAL)
-#: document fields that differ between processes by design: the key of the protocol record
-#: (a fresh uuid per process) and the judging settings (xCodeEval's backend and cache, the
-#: infilling grader's: chosen where it judges)
+#: document fields that differ between processes by design: the judging settings (xCodeEval's
+#: backend and cache, the infilling grader's: chosen where it judges) and the key of the protocol
+#: record (a fresh uuid per process) that xCodeEval's documents carried before the protocol was
+#: found through the task itself
 PER_PROCESS_DOC_FIELDS = ("_protocol", "_exec", "grading")
 #: fields every logged sample must carry for judging
 SAMPLE_FIELDS = ("doc_id", "doc", "target", "arguments", "resps")

@@ -11,15 +11,12 @@ judges nothing and the judge judges all.
 
 Fields that may differ between the two runs' files, and why (everything else must be equal):
 - results file: `date`, `start_time`, `end_time`, `total_evaluation_time_seconds` (when each
-  evaluation ran and how long it took); `task_hashes` (lm-eval hashes each sample's `doc_hash`,
-  see below).
+  evaluation ran and how long it took).
 - `configs.<task>.filter_list[].filter[].filter_fn`: lm-eval writes the function's repr, whose
   memory address differs per process (the address is dropped, the name compared).
 - `configs.<task>.metadata`: the generation run's model_args (`script`, `pretrained`); the judge
   takes no setting from OUT that chooses what it reads (`pretrained` names a tokenizer), so its
   configs record only the settings it was given.
-- samples: `doc._protocol`, the key of the task's protocol record, a fresh uuid in every
-  process (`lm_eval_tasks.protocol.record`), hence `doc_hash` too (lm-eval's hash of `doc`).
 - infilling outcomes (the filtered response): `command.cpu_s`, `command.wall_s`,
   `command.peak_memory_mb` (what the test command's run measured) and `log_tail` (pytest's
   output: the scratch clone's temporary path, its own timing, the report channel's fresh
@@ -63,12 +60,9 @@ MODEL_ARGS = "pretrained=scripted-judge-test"  # a fixed model name (else lm-eva
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}  # no tokenizer of that name
 
 #: results-file fields that vary per run (see the module docstring)
-RESULTS_PER_RUN = ("date", "start_time", "end_time", "total_evaluation_time_seconds", "task_hashes")
+RESULTS_PER_RUN = ("date", "start_time", "end_time", "total_evaluation_time_seconds")
 #: metadata keys the generation run's model_args gave (see the module docstring)
 MODEL_ARGS_KEYS = ("script", "pretrained")
-#: sample fields that vary per run
-SAMPLE_PER_RUN = ("doc_hash",)
-DOC_PER_RUN = ("_protocol",)
 #: infilling outcome fields that vary per run
 OUTCOME_PER_RUN = ("log_tail",)
 COMMAND_PER_RUN = ("cpu_s", "wall_s", "peak_memory_mb")
@@ -232,9 +226,6 @@ def _comparable_samples(rows: list[dict[str, Any]], task: str) -> list[dict[str,
     out = []
     for row in rows:
         row = dict(row)
-        for key in SAMPLE_PER_RUN:
-            row.pop(key)
-        row["doc"] = {k: v for k, v in row["doc"].items() if k not in DOC_PER_RUN}
         if task == INFILL:
             row["filtered_resps"] = [_comparable_outcome(t) for t in row["filtered_resps"]]
         out.append(row)

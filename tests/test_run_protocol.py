@@ -4,6 +4,8 @@ lm-eval's results file, beside a printed table of headline metrics only."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -76,6 +78,8 @@ def test_a_protocol_given_in_metadata_is_refused() -> None:
         protocol.record({"protocol": shared}, "task_b", {"x": 2})
     with pytest.raises(ValueError, match="never set in --metadata"):
         protocol.record({"protocol": "hidden"}, "task_c", {})
+    with pytest.raises(ValueError, match="never set in --metadata"):
+        protocol.record({"protocol": {"x": 1}}, "task_d", {})
     # two tasks of one benchmark may share a label; their YAML files tell them apart
     common: dict[str, Any] = {}
     protocol.record({"protocol": common, "config_source": "a.yaml"}, "sg_infilling", {"x": 1})
@@ -84,16 +88,29 @@ def test_a_protocol_given_in_metadata_is_refused() -> None:
 
 
 def test_a_task_built_again_records_again_in_its_own_protocol() -> None:
-    own: dict[str, Any] = {}
-    kwargs = {"protocol": own, "config_source": "/tasks/task_a.yaml"}
-    first = protocol.record(kwargs, "task_a", {"rows": 1, "old": True})
-    second = protocol.record(kwargs, "task_a", {"rows": 2})
-    assert own == {"rows": 2} and first != second
-    assert protocol.update(second, "task_a", {"judged": 2}) and own == {"rows": 2, "judged": 2}
-    # the old record is gone: its key finds the task's latest record
-    assert protocol.update(first, "task_a", {"judged": 3}) and own["judged"] == 3
+    metadata: dict[str, Any] = {"protocol": {}, "config_source": "/tasks/task_a.yaml"}
+    protocol.record(metadata, "task_a", {"rows": 1, "old": True})
+    own = metadata["protocol"]
+    protocol.record(metadata, "task_a", {"rows": 2})
+    assert metadata["protocol"] is own and own == {"rows": 2}
+    assert protocol.update(metadata, {"judged": 2}) and own == {"rows": 2, "judged": 2}
+    # what lm-eval writes into the results file: a plain mapping
+    assert json.loads(json.dumps(dataclasses.asdict(_Config(metadata)))) == {
+        "metadata": {"protocol": {"rows": 2, "judged": 2}, "config_source": "/tasks/task_a.yaml"}
+    }
+    # a task's record copied into another task's metadata is not that task's
     with pytest.raises(ValueError, match="shared by several tasks"):
-        protocol.record({**kwargs, "config_source": "/tasks/task_b.yaml"}, "task_a", {})
+        protocol.record({**metadata, "config_source": "/tasks/task_b.yaml"}, "task_a", {})
+    # a metadata without a recorded protocol (a hook called outside lm-eval) takes no update
+    assert not protocol.update({}, {"judged": 1})
+    assert not protocol.update({"protocol": {}}, {"judged": 1})
+
+
+@dataclasses.dataclass
+class _Config:
+    """Stand-in for lm-eval's TaskConfig, which `to_dict`s itself with `dataclasses.asdict`."""
+
+    metadata: dict[str, Any]
 
 
 def test_lm_eval_downloads_a_task_again_and_refuses_a_protocol_from_metadata() -> None:

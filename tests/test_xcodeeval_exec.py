@@ -113,6 +113,77 @@ def test_one_engine_batch_per_task_run_and_verdicts_in_logged_samples(
     assert {"verdict", "failed_test", "code", "tests", "language"} <= set(records[0])
 
 
+def _judged_by_registries(monkeypatch: pytest.MonkeyPatch, factors: Sequence[float]) -> None:
+    """Replaces Engine.judge_many: every program passes, judged (as a remote server or Ray node
+    reports it) by a registry whose time factor is the next of `factors`, round robin."""
+
+    def judge_many(engine: Any, jobs: Sequence[Job], progress: Any = None) -> list[Result]:
+        runtime = execution.resolve(jobs[0].language).info()
+        return [
+            Result(
+                Verdict.PASSED,
+                id=job.id,
+                runtime={
+                    **runtime,
+                    "version": "remote-9",
+                    "time_factor": factors[i % len(factors)],
+                },
+            )
+            for i, job in enumerate(jobs)
+        ]
+
+    monkeypatch.setattr(execution.Engine, "judge_many", judge_many)
+
+
+def test_the_protocol_has_the_time_factor_of_the_registry_that_judged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not this machine's registry: the judging one, as each result reports it; registries that
+    disagree are all recorded."""
+    local = execution.resolve("PyPy 3")
+    remote = local.time_factor + 7.5
+    _judged_by_registries(monkeypatch, [remote])
+    out = support.run_tasks(["xcodeeval_synth_python"], support.mixed, xcodeeval_exec_cache="none")
+    assert _protocol(out, "xcodeeval_synth_python")["runtimes"] == {
+        "PyPy 3": {
+            "version": "remote-9",
+            "time_factor": remote,
+            "memory_headroom_mb": local.as_headroom_mb,
+        }
+    }
+    sample = out["samples"]["xcodeeval_synth_python"][0]
+    runtime = verdict_records(sample["filtered_resps"][0])[0]["runtime"]
+    assert runtime["time_factor"] == remote
+    _judged_by_registries(monkeypatch, [remote, 1.5])
+    out = support.run_tasks(["xcodeeval_synth_python"], support.mixed, xcodeeval_exec_cache="none")
+    assert _protocol(out, "xcodeeval_synth_python")["runtimes"]["PyPy 3"] == {
+        "version": "remote-9",
+        "time_factor": [1.5, remote],
+        "memory_headroom_mb": local.as_headroom_mb,
+    }
+
+
+def test_a_field_a_judging_registry_did_not_report_is_recorded_as_missing() -> None:
+    """An ExecEval server reports a runtime's version and time factor, no memory headroom: the
+    protocol says None (and both values where others did report it), never this machine's."""
+    from code_eval_taskpack.utils.judging import result_record
+    from lm_eval_tasks.xcodeeval.hooks import judged_protocol
+
+    execeval = {"name": "Go", "version": "execeval:1", "time_factor": 1.0}
+    node = {**execeval, "time_factor": 10.0, "as_headroom_mb": 64}
+    records = [result_record(Result(Verdict.PASSED, runtime=r)) for r in (execeval, node)]
+    assert judged_protocol(records[:1])["runtimes"] == {
+        "Go": {"version": "execeval:1", "time_factor": 1.0, "memory_headroom_mb": None}
+    }
+    assert judged_protocol(records)["runtimes"] == {
+        "Go": {
+            "version": "execeval:1",
+            "time_factor": [1.0, 10.0],
+            "memory_headroom_mb": [64, None],
+        }
+    }
+
+
 def test_a_language_group_prints_pass_at_k_rows_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """lm-eval's printed tables (the CLI prints `make_table` of both): one pass@1 row per
     language plus the group's mean; the counts are in each task's protocol instead."""

@@ -193,21 +193,22 @@ def test_truncated_hidden_tests_are_counted_and_can_be_dropped() -> None:
     assert sum(sum(db.cut(u)) for u in uids) == 435
     # no CR survives in the tests the judge receives (the file's line ends are CRLF)
     assert not any("\r\n" in t["input"] for u in uids for t in db.tests(u) or [])
-    # through the task: the protocol records the counts, and the setting changes the test kind
-    from lm_eval_tasks.xcodeeval import documents
+    # through the task: its protocol records the counts, and the setting changes the test kind
+    from lm_eval.tasks import TaskManager
 
-    common = {
-        "xce_task": "xcodeeval_synth_greedy_go",
-        "xce_kind": "synth",
-        "xce_cluster": "Go",
-        "xcodeeval_data_dir": str(VALIDATION),
-        "xcodeeval_split": "validation",
-    }
+    from tests.conftest import TASKS_DIR
+
+    name = "xcodeeval_synth_greedy_go"
     for drop, kind in ((False, "hidden"), (True, xd.HIDDEN_WITHOUT_TRUNCATED)):
-        slot: dict[str, Any] = {}
-        built = documents.build_dataset(
-            **common, xcodeeval_drop_truncated_tests=drop, protocol=slot
-        )["test"]
+        meta = {
+            "xcodeeval_data_dir": str(VALIDATION),
+            "xcodeeval_split": "validation",
+            "xcodeeval_drop_truncated_tests": drop,
+        }
+        manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta)
+        task = manager.load([name])["tasks"][name]
+        built = task.dataset["test"]
         assert len(built) == 106 and set(built["_tests"]) == {kind}
-        assert slot["tests"] == kind
-        assert slot["truncated_tests"] == {"problems": 11, "tests": 435, "dropped": drop}
+        recorded = task.config.metadata["protocol"]
+        assert recorded["tests"] == kind
+        assert recorded["truncated_tests"] == {"problems": 11, "tests": 435, "dropped": drop}

@@ -38,6 +38,11 @@ class CaseBuilder:
         return hit[1]
 
 
+#: what a record keeps of the runtime that judged it, as the judging registry reported it (a
+#: remote server's or Ray node's may differ from this machine's): reports read them from here
+RUNTIME_FIELDS = ("name", "version", "time_factor", "as_headroom_mb")
+
+
 def result_record(result: Any) -> dict[str, Any]:
     """The part of an engine Result worth keeping in logged samples."""
     failed = next((i for i, t in enumerate(result.tests) if str(t.verdict) != "PASSED"), None)
@@ -56,7 +61,7 @@ def result_record(result: Any) -> dict[str, Any]:
         "tests_run": len(result.tests),
         "detail": detail[:500],
         "stderr": stderr[-500:],
-        "runtime": {k: result.runtime[k] for k in ("name", "version") if k in result.runtime},
+        "runtime": {k: result.runtime[k] for k in RUNTIME_FIELDS if k in result.runtime},
         "judged_by": judged_by(result.isolation),
     }
 

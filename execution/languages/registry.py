@@ -228,6 +228,7 @@ class Runtime:
             "version": self.version,
             "binary": self.binary,
             "time_factor": self.time_factor,
+            "as_headroom_mb": self.as_headroom_mb,
         }
 
     # -- argv -----------------------------------------------------------------------------

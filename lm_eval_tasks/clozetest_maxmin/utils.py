@@ -28,7 +28,9 @@ def load(clozetest_language: str, **kwargs: Any) -> dict[str, Any]:
         "predict_only": predict_only,
         "items": len(dataset["test"]),
     }
-    protocol.record(kwargs, f"clozetest_maxmin ({clozetest_language})", fields)
+    protocol.record(
+        protocol.task_metadata(kwargs), f"clozetest_maxmin ({clozetest_language})", fields
+    )
     return dataset
 
 

@@ -27,7 +27,7 @@ def load(**kwargs: Any) -> dict[str, Any]:
     variant = str(kwargs.get("sg_infilling_variant") or fim.CUSTOM_VARIANT)
     if variant == fim.CUSTOM_VARIANT:
         _send_stops_to_generation(list(documents.format_from(kwargs).stop))
-    protocol.record(kwargs, "sg_infilling", _protocol(dataset["test"]))
+    protocol.record(protocol.task_metadata(kwargs), "sg_infilling", _protocol(dataset["test"]))
     return dataset
 
 

@@ -6,8 +6,8 @@ limits) without copying hidden tests into logged samples. Rows that could not be
 counted by `lm_eval_tasks.xcodeeval.data.JoinReport`; the count travels in `_unscored_rows` (and, for rows
 whose own runtime is unavailable here, `_unavailable_runtime_rows`). How the task is scored (data,
 split, tests, comparator, limits, backend, those counts) is written into the task's protocol in the
-results file (`lm_eval_tasks.protocol`); execution documents carry its key in `_protocol`, so the
-judging filter can add the verdict counts and the runtimes that judged.
+results file (`lm_eval_tasks.protocol`), where the judging filter adds the verdict counts and the
+runtimes that judged.
 """
 
 from __future__ import annotations
@@ -55,10 +55,7 @@ def build_dataset(**kwargs: Any) -> dict[str, datasets.Dataset]:
         # lm-eval cannot run a task without documents (it fails on an index much later)
         raise DataError(source.describe(), " ".join(report.no_documents().split()))
     fields = task_protocol(task, kind.stem, clusters, split, source, docs, kwargs, report)
-    key = protocol.record(kwargs, task, fields)
-    if kind.executed:
-        for doc in docs:
-            doc["_protocol"] = key
+    protocol.record(protocol.task_metadata(kwargs), task, fields)
     log.info("%s: %d documents from %s, split %s", task, len(docs), source.describe(), split)
     return {"test": datasets.Dataset.from_list(docs)}
 

@@ -97,7 +97,7 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]])
             for j, code in enumerate(doc_codes)
         )
     records = judge(programs, settings, task)
-    protocol.update(str(docs[0].get("_protocol", "")), task, judged_protocol(records))
+    protocol.update(protocol.task_metadata({}), judged_protocol(records))
     out: list[list[str]] = []
     it = iter(records)
     for doc, doc_codes in zip(docs, codes, strict=True):
@@ -117,29 +117,56 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict[str, Any]])
     return out
 
 
+#: protocol field -> the judged record's runtime key it reports (`utils.judging.RUNTIME_FIELDS`)
+RUNTIME_PROTOCOL = {
+    "version": "version",
+    "time_factor": "time_factor",
+    "memory_headroom_mb": "as_headroom_mb",
+}
+
+
 def judged_protocol(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """What one judging batch adds to its task's protocol: verdict counts and, per runtime that
-    judged, its version (as the backend reported it) and the registry's time factor."""
-    from code_eval_taskpack.execution.languages.registry import resolve
-
-    runtimes: dict[str, dict[str, Any]] = {}
+    judged, its version, time factor and memory headroom, as each record's judging registry
+    reported them (a remote server's or Ray node's, not this machine's). A field on which the
+    programs of one runtime disagree (registries with different factors judged them) is the
+    sorted list of every value seen, never one of them picked."""
+    seen: dict[str, dict[str, list[Any]]] = {}
     for r in records:
-        name = r.get("runtime", {}).get("name")
-        if name and name not in runtimes:
-            runtime = resolve(name)
-            runtimes[name] = {
-                "version": r["runtime"].get("version"),
-                "time_factor": runtime.time_factor,
-                "memory_headroom_mb": runtime.as_headroom_mb,
-            }
+        runtime = r.get("runtime", {})
+        if runtime.get("name"):
+            fields = seen.setdefault(runtime["name"], {f: [] for f in RUNTIME_PROTOCOL})
+            for field, key in RUNTIME_PROTOCOL.items():
+                if runtime.get(key) not in fields[field]:
+                    fields[field].append(runtime.get(key))
+    runtimes = {
+        name: {f: _one_or_all(values) for f, values in fields.items()}
+        for name, fields in sorted(seen.items())
+    }
     places = {json.dumps(r.get("judged_by", {}), sort_keys=True) for r in records}
     return {
         "programs_judged": len(records),
         "infra_errors": sum(r["verdict"] == INFRA_ERROR for r in records),
         "verdicts": dict(Counter(r["verdict"] for r in records).most_common()),
-        "runtimes": dict(sorted(runtimes.items())),
+        "runtimes": runtimes,
         "judged_by": [json.loads(p) for p in sorted(places)],
     }
+
+
+def _one_or_all(values: list[Any]) -> Any:
+    """The value every record agrees on, or all of them, sorted (numbers by value; None, which a
+    result that did not report the field gives, last)."""
+    if len(values) == 1:
+        return values[0]
+    return sorted(
+        values,
+        key=lambda v: (
+            v is None,
+            isinstance(v, str),
+            0 if isinstance(v, str) or v is None else v,
+            str(v),
+        ),
+    )
 
 
 def verdict_records(filtered: Sequence[Any]) -> list[dict[str, Any]]:
