@@ -81,7 +81,7 @@ def test_stderr_redirected_to_a_file_by_default(tmp_path: Path) -> None:
     """The default stream is sys.stderr; redirected to a file it is a log, not a terminal."""
     log = tmp_path / "stderr.log"
     code = (
-        "from execution.progress import Progress\n"
+        "from execution.judge.progress import Progress\n"
         "bar = Progress(848, desc='judging')\n"
         "[bar.update(i) for i in range(1, 849)]\n"
         "bar.close()\n"
