@@ -37,7 +37,7 @@ $(TOOLCHAINS_STAMP): execution/languages/toolchains.txt execution/languages/lang
 		$$(grep -v '^#' execution/languages/toolchains.txt)
 	command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
 		--no-install-recommends npm
-	$(SUDO) $(PYTHON) -m execution.toolchains --install
+	$(SUDO) $(PYTHON) -m execution.languages.toolchains --install
 	@mkdir -p $(dir $@) && touch $@
 
 # lm-eval's own task tests (`tests/test_tasks.py`, class BaseTasks) of the INSTALLED lm-eval version,
