@@ -69,10 +69,13 @@ pytest: install lm-eval-tests
 
 # CI (REQUIRE_TOOLCHAINS=1) also builds a judge image of C and Python and runs the tests with a
 # Docker daemon answering (container/with-dockerd.sh starts one and stops it afterwards), then
-# the hostile and adversarial suites once more on the container backend: their cases of the
-# image's languages run there, the others are reported skipped as judged elsewhere
+# the hostile and adversarial suites once more on every other backend: the container backend
+# with Docker and with rootful podman as its front-end (their cases of the image's languages run
+# there, the others are reported skipped as judged elsewhere), two judge servers, and a local Ray
+# cluster; and the hostile suite in ExecEval-compatible mode
 CI_IMAGE_LANGS ?= C,Python
-CONTAINER_SUITES = tests/test_engine_hostile.py tests/test_engine_adversarial.py
+HOSTILE_SUITES = tests/test_engine_hostile.py tests/test_engine_adversarial.py
+HOSTILE_BACKENDS = container podman remote ray
 
 test: install lm-eval-tests
 	@if [ "$${REQUIRE_TOOLCHAINS:-0}" != 0 ]; then $(MAKE) toolchains container-tools && \
@@ -80,7 +83,10 @@ test: install lm-eval-tests
 		$(MAKE) podman-image; fi
 	$(MAKE) lint
 	@if [ "$${REQUIRE_TOOLCHAINS:-0}" != 0 ]; then container/with-dockerd.sh $(PYTHON) -m pytest -q && \
-		container/with-dockerd.sh $(PYTHON) -m pytest -q -rs --backend container $(CONTAINER_SUITES); \
+		for backend in $(HOSTILE_BACKENDS); do \
+		container/with-dockerd.sh $(PYTHON) -m pytest -q -rs --backend $$backend $(HOSTILE_SUITES) \
+		|| exit 1; done && \
+		$(PYTHON) -m pytest -q --comparator execeval tests/test_engine_hostile.py; \
 		else $(PYTHON) -m pytest -q; fi
 
 # The judge image (execution/README.md, "Judge image"): Docker, debootstrap and gVisor from

@@ -53,20 +53,25 @@ def _ray() -> Iterator[Backend]:
 
 
 @contextlib.contextmanager
-def _container() -> Iterator[Backend]:
-    """Warm containers of the judge image (`make image`; CI builds one of C and Python)."""
+def _container(frontend: str = "docker") -> Iterator[Backend]:
+    """Warm containers of the judge image (`make image`; CI builds one of C and Python), started
+    by `frontend` (rootful podman: the image copied into its storage by `make podman-image`)."""
     from code_eval_taskpack.execution.backends.container.backend import ContainerBackend
     from code_eval_taskpack.execution.isolation import SandboxError
 
-    backend = ContainerBackend()
+    backend = ContainerBackend(frontend=frontend)
     try:
         backend.image_id()
     except (SandboxError, OSError, subprocess.SubprocessError) as exc:
-        require(False, f"judge image unusable (make image): {exc}")
+        require(False, f"judge image unusable for {frontend} (make image podman-image): {exc}")
     try:
         yield backend
     finally:
         backend.close()
+
+
+def _podman() -> contextlib.AbstractContextManager[Backend]:
+    return _container("podman")
 
 
 BACKENDS: dict[str, Callable[[], contextlib.AbstractContextManager[Backend]]] = {
@@ -74,4 +79,5 @@ BACKENDS: dict[str, Callable[[], contextlib.AbstractContextManager[Backend]]] = 
     "remote": _remote,
     "ray": _ray,
     "container": _container,
+    "podman": _podman,
 }

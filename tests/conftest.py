@@ -167,7 +167,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--backend",
         default="local",
         help="engine backend the engine suites judge with (registered name; default local; "
-        "'recording' is the tests' own delegating backend)",
+        "'recording' is the tests' own delegating backend; 'podman' the container backend with "
+        "rootful podman as its front-end)",
+    )
+    parser.addoption(
+        "--comparator",
+        default="default",
+        choices=("default", "execeval"),
+        help="comparison mode of the hostile suite's jobs (execeval: ExecEval-compatible, its "
+        "comparator and its line-end rule)",
     )
 
 
@@ -183,13 +191,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
     register()
     name = config.getoption("backend")
-    if name in ("remote", "ray"):
-        # they judge on servers or a cluster: the parity suite's own, started for the run
+    if name in ("remote", "ray", "podman"):
+        # they judge on servers, a cluster or podman's containers: the parity suite's own,
+        # started for the run
         from tests.backend_params import BACKENDS
 
         started = BACKENDS[name]()
         backend = started.__enter__()
         _STARTED.append(started)
+        name = backend.name  # podman's containers are the container backend's, by that name
         _RUN_FACTORIES[name] = lambda **_: backend
         register_backend(name, _RUN_FACTORIES[name], replace=True)
     set_default_backend(name)

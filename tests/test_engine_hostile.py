@@ -381,7 +381,7 @@ def kill_cases_allowed(iso: dict[str, object]) -> bool:
 
 @pytest.fixture(scope="module")
 def outcomes(
-    host: Host, engine: Engine, isolation_here: dict[str, object]
+    host: Host, engine: Engine, isolation_here: dict[str, object], pytestconfig: pytest.Config
 ) -> dict[str, tuple[Case, Result, Aftermath]]:
     for lang in ("C", "Python", "Python 3", "Java", "Javascript", "Go", "C#"):
         if not not_held_by_backend(resolve(lang).cluster):
@@ -407,6 +407,7 @@ def outcomes(
             time_limit_s=k.time_limit_s,
             memory_limit_mb=k.memory_mb,
             id=k.id,
+            comparator=pytestconfig.getoption("comparator"),
         )
         recorder.start()
         t0 = time.monotonic()
