@@ -39,7 +39,10 @@ RUNTIMES = {
 CHILD = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from execution.engine import Engine
+try:  # the engine's layout since its sub-packages, else a baseline commit's flat one
+    from execution.judge.engine import Engine
+except ModuleNotFoundError:
+    from execution.engine import Engine
 from execution.types import Job, TestCase
 spec = json.load(open(sys.argv[2]))
 jobs = [Job(language=j["language"], source_code=j["source"], id=j["id"],
